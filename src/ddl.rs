@@ -1,0 +1,62 @@
+//! The only place where identifiers are spliced into SQL text, and only for DDL.
+//!
+//! Each range is one PostgreSQL sequence named `seqvend_ranges.r<range id>`: the name comes
+//! from the range's integer id, never from a user's name, so it is short, unique and never
+//! truncated. At request time sequences are passed by oid as parameters, never by name.
+
+use sqlx::postgres::types::Oid;
+use sqlx::{Postgres, Transaction};
+
+use crate::domain::{Increment, RangeBounds};
+
+const SCHEMA: &str = "seqvend_ranges";
+
+/// Quotes an identifier the way PostgreSQL's `quote_ident` does: always in double quotes,
+/// inner double quotes doubled.
+fn quote_ident(ident: &str) -> String {
+    format!("\"{}\"", ident.replace('"', "\"\""))
+}
+
+fn range_sequence_name(range_id: i32) -> String {
+    format!(
+        "{}.{}",
+        quote_ident(SCHEMA),
+        quote_ident(&format!("r{range_id}"))
+    )
+}
+
+/// Creates the PostgreSQL sequence for a range and returns its oid. `CACHE 1`: every value
+/// a session draws is visible to all, and nothing is pre-allocated to a session that may die.
+pub async fn create_range_sequence(
+    tx: &mut Transaction<'_, Postgres>,
+    range_id: i32,
+    bounds: RangeBounds,
+    increment: Increment,
+    start: i64,
+) -> sqlx::Result<Oid> {
+    let name = range_sequence_name(range_id);
+    let ddl = format!(
+        "CREATE SEQUENCE {name} AS bigint INCREMENT BY {} MINVALUE {} MAXVALUE {} START WITH {} \
+         CACHE 1 NO CYCLE",
+        increment.get(),
+        bounds.min(),
+        bounds.max(),
+        start
+    );
+    sqlx::raw_sql(&ddl).execute(&mut **tx).await?;
+    sqlx::query_scalar!(r#"SELECT $1::text::regclass::oid AS "oid!""#, name)
+        .fetch_one(&mut **tx)
+        .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identifiers_are_always_quoted() {
+        assert_eq!(quote_ident("r1"), "\"r1\"");
+        assert_eq!(quote_ident("a\"b"), "\"a\"\"b\"");
+        assert_eq!(range_sequence_name(42), "\"seqvend_ranges\".\"r42\"");
+    }
+}

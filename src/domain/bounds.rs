@@ -1,0 +1,182 @@
+//! Range bounds, increments and start values, checked before anything reaches PostgreSQL.
+
+use serde_json::Number;
+
+/// `[min, max]`, both inclusive, `min <= max`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RangeBounds {
+    min: i64,
+    max: i64,
+}
+
+/// A non-zero step; negative means a descending sequence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Increment(i64);
+
+/// Everything needed to create a sequence's first range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SequenceSpec {
+    pub bounds: RangeBounds,
+    pub increment: Increment,
+    pub start: i64,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum RangeError {
+    #[error("`{0}` must be a whole number between -9223372036854775808 and 9223372036854775807")]
+    NotAnInteger(&'static str),
+    #[error("`min` ({min}) must not be greater than `max` ({max})")]
+    MinAboveMax { min: i64, max: i64 },
+    #[error("`increment` must not be 0")]
+    ZeroIncrement,
+    #[error("`increment` must be between -9223372036854775807 and 9223372036854775807")]
+    IncrementTooLarge,
+    #[error("`start` ({start}) must lie within [min, max] = [{min}, {max}]")]
+    StartOutside { start: i64, min: i64, max: i64 },
+}
+
+/// Reads a JSON number that must be an i64; fractions and out-of-range values are refused.
+pub fn whole_number(field: &'static str, value: &Number) -> Result<i64, RangeError> {
+    value.as_i64().ok_or(RangeError::NotAnInteger(field))
+}
+
+impl RangeBounds {
+    pub fn parse(min: &Number, max: &Number) -> Result<Self, RangeError> {
+        let (min, max) = (whole_number("min", min)?, whole_number("max", max)?);
+        if min > max {
+            return Err(RangeError::MinAboveMax { min, max });
+        }
+        Ok(Self { min, max })
+    }
+
+    pub fn min(&self) -> i64 {
+        self.min
+    }
+
+    pub fn max(&self) -> i64 {
+        self.max
+    }
+
+    /// Where a range starts when nothing else is said: its low end going up, its high end
+    /// going down.
+    pub fn natural_start(&self, increment: Increment) -> i64 {
+        if increment.is_ascending() {
+            self.min
+        } else {
+            self.max
+        }
+    }
+}
+
+impl Increment {
+    pub const ONE: Increment = Increment(1);
+
+    pub fn parse(value: &Number) -> Result<Self, RangeError> {
+        match whole_number("increment", value)? {
+            0 => Err(RangeError::ZeroIncrement),
+            // Its magnitude must fit in an i64 (the vend statement negates it).
+            i64::MIN => Err(RangeError::IncrementTooLarge),
+            step => Ok(Self(step)),
+        }
+    }
+
+    pub fn get(&self) -> i64 {
+        self.0
+    }
+
+    pub fn is_ascending(&self) -> bool {
+        self.0 > 0
+    }
+}
+
+impl SequenceSpec {
+    pub fn parse(
+        min: &Number,
+        max: &Number,
+        start: Option<&Number>,
+        increment: Option<&Number>,
+    ) -> Result<Self, RangeError> {
+        let bounds = RangeBounds::parse(min, max)?;
+        let increment = increment
+            .map(Increment::parse)
+            .transpose()?
+            .unwrap_or(Increment::ONE);
+        let start = match start {
+            Some(raw) => whole_number("start", raw)?,
+            None => bounds.natural_start(increment),
+        };
+        if !(bounds.min..=bounds.max).contains(&start) {
+            return Err(RangeError::StartOutside {
+                start,
+                min: bounds.min,
+                max: bounds.max,
+            });
+        }
+        Ok(Self {
+            bounds,
+            increment,
+            start,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn n(v: serde_json::Value) -> Number {
+        match v {
+            serde_json::Value::Number(n) => n,
+            other => panic!("not a number: {other}"),
+        }
+    }
+
+    #[test]
+    fn start_defaults_to_the_end_the_increment_moves_away_from() {
+        let up = SequenceSpec::parse(&n(1.into()), &n(9.into()), None, None).unwrap();
+        assert_eq!((up.start, up.increment), (1, Increment::ONE));
+        let down = SequenceSpec::parse(&n(1.into()), &n(9.into()), None, Some(&n((-2).into())));
+        assert_eq!(down.unwrap().start, 9);
+    }
+
+    #[test]
+    fn refuses_what_postgresql_would_refuse_or_misread() {
+        let (one, nine) = (n(1.into()), n(9.into()));
+        assert_eq!(
+            RangeBounds::parse(&nine, &one),
+            Err(RangeError::MinAboveMax { min: 9, max: 1 })
+        );
+        assert_eq!(
+            Increment::parse(&n(0.into())),
+            Err(RangeError::ZeroIncrement)
+        );
+        assert_eq!(
+            Increment::parse(&n(i64::MIN.into())),
+            Err(RangeError::IncrementTooLarge)
+        );
+        assert_eq!(
+            SequenceSpec::parse(&one, &nine, Some(&n(10.into())), None),
+            Err(RangeError::StartOutside {
+                start: 10,
+                min: 1,
+                max: 9
+            })
+        );
+        let too_big: Number = serde_json::from_str("9223372036854775808").unwrap();
+        assert_eq!(
+            RangeBounds::parse(&one, &too_big),
+            Err(RangeError::NotAnInteger("max"))
+        );
+        let fraction: Number = serde_json::from_str("1.5").unwrap();
+        assert_eq!(
+            RangeBounds::parse(&fraction, &nine),
+            Err(RangeError::NotAnInteger("min"))
+        );
+    }
+
+    #[test]
+    fn accepts_the_whole_i64_span() {
+        let bounds = RangeBounds::parse(&n(i64::MIN.into()), &n(i64::MAX.into())).unwrap();
+        assert_eq!((bounds.min(), bounds.max()), (i64::MIN, i64::MAX));
+    }
+}

@@ -1,0 +1,9 @@
+//! Domain types: parsed once at the edge, trusted everywhere inside.
+
+mod bounds;
+mod name;
+mod range_state;
+
+pub use bounds::{Increment, RangeBounds, RangeError, SequenceSpec};
+pub use name::{NameError, SequenceName};
+pub use range_state::{RangeState, RangeStatus, SequenceStatus};

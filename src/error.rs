@@ -1,0 +1,131 @@
+//! The one error type handlers return, and its HTTP form:
+//! `{"error": "<stable code>", "message": "<what to do about it>"}`.
+//! Server-side failures are logged with their whole cause chain and answered opaquely.
+
+use actix_web::http::{header, StatusCode};
+use actix_web::{HttpResponse, ResponseError};
+use serde::Serialize;
+
+use crate::domain::{NameError, RangeError};
+
+/// Seconds a client should wait before retrying a 503.
+const RETRY_AFTER_SECONDS: &str = "1";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("{0}")]
+    InvalidName(#[from] NameError),
+    #[error("{0}")]
+    InvalidRequest(String),
+    #[error("{0}")]
+    InvalidRange(#[from] RangeError),
+    #[error("a bearer token is required: send `Authorization: Bearer <token>`")]
+    Unauthorized,
+    #[error("this token may vend and read, not administer sequences")]
+    Forbidden,
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0} does not allow this method")]
+    MethodNotAllowed(String),
+    #[error("the name {0:?} is taken (names are never reused, even after retirement)")]
+    NameTaken(String),
+    #[error("[{min}, {max}] overlaps a range already allocated in namespace {namespace:?}")]
+    RangeOverlap {
+        namespace: String,
+        min: i64,
+        max: i64,
+    },
+    #[error("sequence {0:?} has no values left: add a range with POST /sequences/{0}/ranges")]
+    SequenceExhausted(String),
+    #[error("sequence {0:?} is retired and vends nothing")]
+    SequenceRetired(String),
+    #[error("the request body is larger than {0} bytes")]
+    PayloadTooLarge(usize),
+    #[error("{0}; retry shortly")]
+    Unavailable(&'static str),
+    #[error("internal error")]
+    Internal(#[source] anyhow::Error),
+}
+
+#[derive(Serialize)]
+struct ErrorBody<'a> {
+    error: &'a str,
+    message: String,
+}
+
+impl ApiError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::InvalidName(_) => "invalid_name",
+            Self::InvalidRequest(_) => "invalid_request",
+            Self::InvalidRange(_) => "invalid_range",
+            Self::Unauthorized => "unauthorized",
+            Self::Forbidden => "forbidden",
+            Self::NotFound(_) => "not_found",
+            Self::MethodNotAllowed(_) => "method_not_allowed",
+            Self::NameTaken(_) => "name_taken",
+            Self::RangeOverlap { .. } => "range_overlap",
+            Self::SequenceExhausted(_) => "sequence_exhausted",
+            Self::SequenceRetired(_) => "sequence_retired",
+            Self::PayloadTooLarge(_) => "payload_too_large",
+            Self::Unavailable(_) => "unavailable",
+            Self::Internal(_) => "internal",
+        }
+    }
+
+    pub fn sequence_not_found(name: &str) -> Self {
+        Self::NotFound(format!("no sequence is named {name:?}"))
+    }
+
+    /// Maps a database failure: unreachable or overloaded → 503, anything else → 500.
+    pub fn from_db(err: impl Into<anyhow::Error>) -> Self {
+        let err = err.into();
+        if crate::db::is_unavailable(&err) {
+            tracing::warn!(error = %format!("{err:#}"), "database unavailable");
+            Self::Unavailable("the database is unavailable")
+        } else {
+            Self::Internal(err)
+        }
+    }
+}
+
+impl ResponseError for ApiError {
+    fn status_code(&self) -> StatusCode {
+        match self {
+            Self::InvalidName(_) | Self::InvalidRequest(_) | Self::InvalidRange(_) => {
+                StatusCode::BAD_REQUEST
+            }
+            Self::Unauthorized => StatusCode::UNAUTHORIZED,
+            Self::Forbidden => StatusCode::FORBIDDEN,
+            Self::NotFound(_) => StatusCode::NOT_FOUND,
+            Self::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
+            Self::NameTaken(_) | Self::RangeOverlap { .. } | Self::SequenceExhausted(_) => {
+                StatusCode::CONFLICT
+            }
+            Self::SequenceRetired(_) => StatusCode::GONE,
+            Self::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        if let Self::Internal(source) = self {
+            tracing::error!(error = %format!("{source:#}"), "request failed");
+        }
+        let mut response = HttpResponse::build(self.status_code());
+        match self {
+            Self::Unauthorized => {
+                response.insert_header((header::WWW_AUTHENTICATE, "Bearer"));
+            }
+            Self::Unavailable(_) => {
+                response.insert_header((header::RETRY_AFTER, RETRY_AFTER_SECONDS));
+            }
+            _ => {}
+        }
+        response.json(ErrorBody {
+            error: self.code(),
+            message: self.to_string(),
+        })
+    }
+}

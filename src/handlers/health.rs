@@ -1,0 +1,59 @@
+//! Liveness, readiness and metrics: no authentication, logged at DEBUG.
+
+use actix_web::{web, HttpResponse};
+use deadpool_postgres::Pool;
+use serde_json::json;
+use sqlx::PgPool;
+
+use crate::error::ApiError;
+use crate::metrics::Metrics;
+use crate::migrate::MIGRATOR;
+
+pub async fn healthz() -> HttpResponse {
+    HttpResponse::Ok().json(json!({ "status": "ok" }))
+}
+
+/// Ready when the database answers and every migration this build knows has been applied.
+pub async fn readyz(pool: web::Data<PgPool>) -> Result<HttpResponse, ApiError> {
+    let applied =
+        sqlx::query_scalar!("SELECT max(version) AS version FROM _sqlx_migrations WHERE success")
+            .fetch_one(pool.get_ref())
+            .await
+            .map_err(|err| {
+                tracing::debug!(error = %err, "readiness check failed");
+                ApiError::Unavailable("the database is unreachable or not migrated")
+            })?;
+    let expected = MIGRATOR.iter().map(|m| m.version).max();
+    if applied < expected {
+        return Err(ApiError::Unavailable("the database is not migrated yet"));
+    }
+    Ok(HttpResponse::Ok().json(json!({ "status": "ready" })))
+}
+
+pub async fn metrics(
+    metrics: web::Data<Metrics>,
+    vend_pool: web::Data<Pool>,
+    registry_pool: web::Data<PgPool>,
+) -> HttpResponse {
+    let gauge = |pool: &str, state: &str, value: usize| {
+        metrics
+            .pool_connections
+            .with_label_values(&[pool, state])
+            .set(value as i64);
+    };
+    let vend = vend_pool.status();
+    gauge("vend", "open", vend.size);
+    gauge("vend", "idle", vend.available);
+    gauge("vend", "max", vend.max_size);
+    gauge("vend", "waiting", vend.waiting);
+    gauge("registry", "open", registry_pool.size() as usize);
+    gauge("registry", "idle", registry_pool.num_idle());
+    gauge(
+        "registry",
+        "max",
+        registry_pool.options().get_max_connections() as usize,
+    );
+    HttpResponse::Ok()
+        .content_type("text/plain; version=0.0.4; charset=utf-8")
+        .body(metrics.render())
+}

@@ -1,0 +1,19 @@
+//! seqvend: carrier number ranges kept as real PostgreSQL sequences, vended over HTTP.
+//! Never twice, never outside the range, and only once the allocation is durable.
+
+pub mod auth;
+pub mod db;
+pub mod ddl;
+pub mod domain;
+pub mod error;
+pub mod handlers;
+pub mod local_pg;
+pub mod metrics;
+pub mod migrate;
+pub mod ranges;
+pub mod request_log;
+pub mod settings;
+pub mod startup;
+pub mod telemetry;
+pub mod vend;
+pub mod watch;

@@ -1,0 +1,423 @@
+//! The registry: creating sequences, adding ranges, reading and retiring them.
+//!
+//! Admin changes to a sequence hold its advisory lock exclusively (vends hold it shared, see
+//! the vend migration), so a retirement or a new range never interleaves with a vend.
+//! Conflicts (taken names, overlapping ranges) are left to the database's constraints.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use sqlx::{PgPool, Postgres, Transaction};
+
+use crate::ddl;
+use crate::domain::{
+    Increment, RangeBounds, RangeState, RangeStatus, SequenceName, SequenceSpec, SequenceStatus,
+};
+use crate::error::ApiError;
+
+/// Advisory lock class for a sequence (see the vend migration).
+const SEQUENCE_LOCK_CLASS: i32 = 1_398_166_353;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SequenceView {
+    pub name: String,
+    pub namespace: String,
+    pub increment: i64,
+    pub status: SequenceStatus,
+    pub remaining: u128,
+    pub ranges: Vec<RangeView>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RangeView {
+    pub min: i64,
+    pub max: i64,
+    pub status: RangeStatus,
+    pub next: Option<i64>,
+    pub remaining: u128,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SequencePage {
+    pub sequences: Vec<SequenceView>,
+    pub next: Option<String>,
+}
+
+/// One row per (sequence, range); a sequence without ranges cannot exist, but the LEFT JOIN
+/// keeps the shape honest.
+struct SequenceRow {
+    id: i32,
+    name: String,
+    namespace: String,
+    increment: i64,
+    status: String,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+    min_value: Option<i64>,
+    max_value: Option<i64>,
+    start_value: Option<i64>,
+    range_status: Option<String>,
+    last_value: Option<i64>,
+}
+
+impl SequenceRow {
+    fn range_state(&self) -> Option<RangeState> {
+        Some(RangeState {
+            min: self.min_value?,
+            max: self.max_value?,
+            start: self.start_value?,
+            increment: self.increment,
+            status: RangeStatus::from_db(self.range_status.as_deref()?),
+            last_value: self.last_value,
+        })
+    }
+}
+
+/// A sequence with the states of its ranges, in the order the ranges were added.
+pub struct SequenceRecord {
+    pub view: SequenceView,
+    pub states: Vec<RangeState>,
+}
+
+/// Folds rows (ordered by sequence, then range) into records.
+fn fold_rows(rows: Vec<SequenceRow>) -> Vec<SequenceRecord> {
+    let mut records: Vec<(i32, SequenceRecord)> = Vec::new();
+    for row in rows {
+        if records.last().is_none_or(|(id, _)| *id != row.id) {
+            let view = SequenceView {
+                name: row.name.clone(),
+                namespace: row.namespace.clone(),
+                increment: row.increment,
+                status: SequenceStatus::from_db(&row.status),
+                remaining: 0,
+                ranges: Vec::new(),
+                created_at: row.created_at,
+                updated_at: row.updated_at,
+            };
+            records.push((
+                row.id,
+                SequenceRecord {
+                    view,
+                    states: Vec::new(),
+                },
+            ));
+        }
+        let (_, record) = records.last_mut().expect("pushed above");
+        if let Some(state) = row.range_state() {
+            record.view.remaining += state.remaining();
+            record.view.ranges.push(RangeView {
+                min: state.min,
+                max: state.max,
+                status: state.status,
+                next: state.next(),
+                remaining: state.remaining(),
+            });
+            record.states.push(state);
+        }
+    }
+    records.into_iter().map(|(_, record)| record).collect()
+}
+
+pub async fn get_sequence(pool: &PgPool, name: &SequenceName) -> Result<SequenceView, ApiError> {
+    let rows = sqlx::query_as!(
+        SequenceRow,
+        r#"SELECT s.id, s.name, s.namespace, s.increment, s.status, s.created_at, s.updated_at,
+                  r.min_value AS "min_value?", r.max_value AS "max_value?",
+                  r.start_value AS "start_value?", r.status AS "range_status?",
+                  pg_sequence_last_value(r.pg_sequence::regclass) AS last_value
+             FROM seqvend.sequences s
+             LEFT JOIN seqvend.ranges r ON r.sequence_id = s.id
+            WHERE s.name = $1
+            ORDER BY r.id"#,
+        name.as_str()
+    )
+    .fetch_all(pool)
+    .await
+    .map_err(ApiError::from_db)?;
+    fold_rows(rows)
+        .pop()
+        .map(|record| record.view)
+        .ok_or_else(|| ApiError::sequence_not_found(name.as_str()))
+}
+
+/// Sequences in name order, after `after`, at most `limit` of them.
+pub async fn list_sequences(
+    pool: &PgPool,
+    after: Option<&SequenceName>,
+    limit: u32,
+) -> Result<SequencePage, ApiError> {
+    let rows = sqlx::query_as!(
+        SequenceRow,
+        r#"SELECT s.id, s.name, s.namespace, s.increment, s.status, s.created_at, s.updated_at,
+                  r.min_value AS "min_value?", r.max_value AS "max_value?",
+                  r.start_value AS "start_value?", r.status AS "range_status?",
+                  pg_sequence_last_value(r.pg_sequence::regclass) AS last_value
+             FROM (SELECT * FROM seqvend.sequences
+                    WHERE name > $1 ORDER BY name LIMIT $2) s
+             LEFT JOIN seqvend.ranges r ON r.sequence_id = s.id
+            ORDER BY s.name, r.id"#,
+        after.map_or("", SequenceName::as_str),
+        i64::from(limit) + 1
+    )
+    .fetch_all(pool)
+    .await
+    .map_err(ApiError::from_db)?;
+    let mut sequences: Vec<SequenceView> = fold_rows(rows)
+        .into_iter()
+        .map(|record| record.view)
+        .collect();
+    let next = if sequences.len() > limit as usize {
+        sequences.truncate(limit as usize);
+        sequences.last().map(|s| s.name.clone())
+    } else {
+        None
+    };
+    Ok(SequencePage { sequences, next })
+}
+
+/// Every sequence that is not retired, with its range states: for gauges and warnings.
+pub async fn live_sequences(pool: &PgPool) -> Result<Vec<SequenceRecord>, ApiError> {
+    let rows = sqlx::query_as!(
+        SequenceRow,
+        r#"SELECT s.id, s.name, s.namespace, s.increment, s.status, s.created_at, s.updated_at,
+                  r.min_value AS "min_value?", r.max_value AS "max_value?",
+                  r.start_value AS "start_value?", r.status AS "range_status?",
+                  pg_sequence_last_value(r.pg_sequence::regclass) AS last_value
+             FROM seqvend.sequences s
+             LEFT JOIN seqvend.ranges r ON r.sequence_id = s.id
+            WHERE s.status <> 'retired'
+            ORDER BY s.name, r.id"#
+    )
+    .fetch_all(pool)
+    .await
+    .map_err(ApiError::from_db)?;
+    Ok(fold_rows(rows))
+}
+
+pub struct NewSequence {
+    pub name: SequenceName,
+    pub namespace: SequenceName,
+    pub spec: SequenceSpec,
+}
+
+pub async fn create_sequence(pool: &PgPool, new: NewSequence) -> Result<SequenceView, ApiError> {
+    let mut tx = pool.begin().await.map_err(ApiError::from_db)?;
+    let sequence_id = sqlx::query_scalar!(
+        "INSERT INTO seqvend.sequences (name, namespace, increment) VALUES ($1, $2, $3)
+         RETURNING id",
+        new.name.as_str(),
+        new.namespace.as_str(),
+        new.spec.increment.get()
+    )
+    .fetch_one(&mut *tx)
+    .await
+    .map_err(|err| {
+        on_constraint(err, "sequences_name_key", || {
+            ApiError::NameTaken(new.name.to_string())
+        })
+    })?;
+    let spec = new.spec;
+    let range = NewRange {
+        bounds: spec.bounds,
+        start: spec.start,
+        status: RangeStatus::Active,
+    };
+    let range_id =
+        insert_range(&mut tx, sequence_id, &new.namespace, spec.increment, range).await?;
+    record_event(&mut tx, sequence_id, Some(range_id), "created").await?;
+    tx.commit().await.map_err(ApiError::from_db)?;
+    get_sequence(pool, &new.name).await
+}
+
+/// Adds a range to a sequence: pending behind the active one, or active at once if the
+/// sequence had run out (which makes the sequence active again).
+pub async fn add_range(
+    pool: &PgPool,
+    name: &SequenceName,
+    bounds: RangeBounds,
+) -> Result<RangeView, ApiError> {
+    let mut tx = pool.begin().await.map_err(ApiError::from_db)?;
+    let sequence = lock_sequence(&mut tx, name).await?;
+    let status = SequenceStatus::from_db(&sequence.status);
+    let range_status = match status {
+        SequenceStatus::Retired => return Err(ApiError::SequenceRetired(name.to_string())),
+        SequenceStatus::Exhausted => RangeStatus::Active,
+        SequenceStatus::Active => RangeStatus::Pending,
+    };
+    let increment = Increment::parse(&sequence.increment.into())?;
+    let range = NewRange {
+        bounds,
+        start: bounds.natural_start(increment),
+        status: range_status,
+    };
+    let namespace = SequenceName::parse(&sequence.namespace)?;
+    let range_id = insert_range(&mut tx, sequence.id, &namespace, increment, range).await?;
+    if status == SequenceStatus::Exhausted {
+        sqlx::query!(
+            "UPDATE seqvend.sequences SET status = 'active', updated_at = now() WHERE id = $1",
+            sequence.id
+        )
+        .execute(&mut *tx)
+        .await
+        .map_err(ApiError::from_db)?;
+    }
+    record_event(&mut tx, sequence.id, Some(range_id), "range_added").await?;
+    tx.commit().await.map_err(ApiError::from_db)?;
+    Ok(RangeView {
+        min: bounds.min(),
+        max: bounds.max(),
+        status: range_status,
+        next: Some(range.start),
+        remaining: RangeState {
+            min: bounds.min(),
+            max: bounds.max(),
+            start: range.start,
+            increment: increment.get(),
+            status: range_status,
+            last_value: None,
+        }
+        .remaining(),
+    })
+}
+
+/// Retires a sequence: once this returns, no instance vends from it. Retiring a retired
+/// sequence changes nothing and answers the same.
+pub async fn retire_sequence(pool: &PgPool, name: &SequenceName) -> Result<SequenceView, ApiError> {
+    let mut tx = pool.begin().await.map_err(ApiError::from_db)?;
+    let sequence = lock_sequence(&mut tx, name).await?;
+    if sequence.status != "retired" {
+        sqlx::query!(
+            "UPDATE seqvend.sequences SET status = 'retired', updated_at = now() WHERE id = $1",
+            sequence.id
+        )
+        .execute(&mut *tx)
+        .await
+        .map_err(ApiError::from_db)?;
+        record_event(&mut tx, sequence.id, None, "retired").await?;
+    }
+    tx.commit().await.map_err(ApiError::from_db)?;
+    get_sequence(pool, name).await
+}
+
+struct LockedSequence {
+    id: i32,
+    namespace: String,
+    increment: i64,
+    status: String,
+}
+
+/// Takes the sequence's advisory lock exclusively (waiting for vends in flight to commit),
+/// then reads it under a row lock. The advisory lock comes first: a vend holding it shared may
+/// need the row to mark the sequence exhausted.
+async fn lock_sequence(
+    tx: &mut Transaction<'_, Postgres>,
+    name: &SequenceName,
+) -> Result<LockedSequence, ApiError> {
+    let id = sqlx::query_scalar!(
+        "SELECT id FROM seqvend.sequences WHERE name = $1",
+        name.as_str()
+    )
+    .fetch_optional(&mut **tx)
+    .await
+    .map_err(ApiError::from_db)?
+    .ok_or_else(|| ApiError::sequence_not_found(name.as_str()))?;
+    sqlx::query!(
+        "SELECT pg_advisory_xact_lock($1, $2)",
+        SEQUENCE_LOCK_CLASS,
+        id
+    )
+    .execute(&mut **tx)
+    .await
+    .map_err(ApiError::from_db)?;
+    sqlx::query_as!(
+        LockedSequence,
+        "SELECT id, namespace, increment, status FROM seqvend.sequences WHERE id = $1 FOR UPDATE",
+        id
+    )
+    .fetch_one(&mut **tx)
+    .await
+    .map_err(ApiError::from_db)
+}
+
+#[derive(Clone, Copy)]
+struct NewRange {
+    bounds: RangeBounds,
+    start: i64,
+    status: RangeStatus,
+}
+
+async fn insert_range(
+    tx: &mut Transaction<'_, Postgres>,
+    sequence_id: i32,
+    namespace: &SequenceName,
+    increment: Increment,
+    range: NewRange,
+) -> Result<i32, ApiError> {
+    let range_id = sqlx::query_scalar!(r#"SELECT nextval('seqvend.range_ids')::integer AS "id!""#)
+        .fetch_one(&mut **tx)
+        .await
+        .map_err(ApiError::from_db)?;
+    let oid = ddl::create_range_sequence(tx, range_id, range.bounds, increment, range.start)
+        .await
+        .map_err(ApiError::from_db)?;
+    let status = match range.status {
+        RangeStatus::Pending => "pending",
+        RangeStatus::Active => "active",
+        RangeStatus::Exhausted => "exhausted",
+    };
+    sqlx::query!(
+        "INSERT INTO seqvend.ranges
+             (id, sequence_id, namespace, min_value, max_value, start_value, status, pg_sequence)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        range_id,
+        sequence_id,
+        namespace.as_str(),
+        range.bounds.min(),
+        range.bounds.max(),
+        range.start,
+        status,
+        oid
+    )
+    .execute(&mut **tx)
+    .await
+    .map_err(|err| {
+        on_constraint(err, "ranges_no_overlap", || ApiError::RangeOverlap {
+            namespace: namespace.to_string(),
+            min: range.bounds.min(),
+            max: range.bounds.max(),
+        })
+    })?;
+    Ok(range_id)
+}
+
+async fn record_event(
+    tx: &mut Transaction<'_, Postgres>,
+    sequence_id: i32,
+    range_id: Option<i32>,
+    kind: &str,
+) -> Result<(), ApiError> {
+    sqlx::query!(
+        "INSERT INTO seqvend.events (sequence_id, range_id, kind, actor) VALUES ($1, $2, $3, 'admin')",
+        sequence_id,
+        range_id,
+        kind
+    )
+    .execute(&mut **tx)
+    .await
+    .map_err(ApiError::from_db)?;
+    Ok(())
+}
+
+/// Turns a violation of the named constraint into `conflict`; anything else stays a
+/// database error.
+fn on_constraint(
+    err: sqlx::Error,
+    constraint: &str,
+    conflict: impl FnOnce() -> ApiError,
+) -> ApiError {
+    match &err {
+        sqlx::Error::Database(db) if db.constraint() == Some(constraint) => conflict(),
+        _ => ApiError::from_db(err),
+    }
+}

@@ -1,0 +1,186 @@
+//! Configuration, read once from the environment at startup (see the README's table).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+
+use crate::auth::Tokens;
+
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// None: start a private PostgreSQL cluster in `data_dir`.
+    pub database_url: Option<String>,
+    pub data_dir: PathBuf,
+    pub listen: SocketAddr,
+    pub workers: usize,
+    pub tokens: Tokens,
+    pub log_json: bool,
+    pub database: DatabaseSettings,
+    pub vend: VendSettings,
+    pub watch: WatchSettings,
+}
+
+#[derive(Debug, Clone)]
+pub struct DatabaseSettings {
+    pub vend_pool_size: usize,
+    pub admin_pool_size: u32,
+    /// Longest wait for a connection (new or pooled) before answering 503.
+    pub connect_timeout: Duration,
+    /// Server-side limit on any one statement.
+    pub statement_timeout: Duration,
+    /// How long startup waits for the database to answer.
+    pub startup_patience: Duration,
+}
+
+#[derive(Debug, Clone)]
+pub struct VendSettings {
+    /// Gather concurrent vend requests into shared statements.
+    pub coalesce: bool,
+    /// Most requests one statement serves.
+    pub batch_max_requests: usize,
+    /// Most values one statement draws (a request is never split).
+    pub batch_max_values: u64,
+    /// Most requests waiting for a statement; beyond it, 503 at once.
+    pub queue_bound: usize,
+    /// Longest a vend request waits for its values before answering 503.
+    pub deadline: Duration,
+}
+
+#[derive(Debug, Clone)]
+pub struct WatchSettings {
+    /// How often the remaining-values gauges are refreshed.
+    pub interval: Duration,
+    /// Warn when a sequence has at most this fraction of its capacity left.
+    pub low_water: f64,
+}
+
+impl Default for DatabaseSettings {
+    fn default() -> Self {
+        Self {
+            vend_pool_size: 8,
+            admin_pool_size: 4,
+            connect_timeout: Duration::from_millis(1000),
+            statement_timeout: Duration::from_millis(5000),
+            startup_patience: Duration::from_secs(30),
+        }
+    }
+}
+
+impl Default for VendSettings {
+    fn default() -> Self {
+        Self {
+            coalesce: true,
+            batch_max_requests: 512,
+            batch_max_values: 100_000,
+            queue_bound: 8192,
+            deadline: Duration::from_millis(2000),
+        }
+    }
+}
+
+impl Default for WatchSettings {
+    fn default() -> Self {
+        Self {
+            interval: Duration::from_secs(15),
+            low_water: 0.1,
+        }
+    }
+}
+
+impl Settings {
+    /// Reads the environment; every variable is optional but `DATABASE_URL`-less runs need
+    /// PostgreSQL's server binaries, and running without tokens needs an explicit opt-out.
+    pub fn from_env() -> anyhow::Result<Self> {
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        let tokens = Tokens::new(
+            &var("SEQVEND_ADMIN_TOKENS").unwrap_or_default(),
+            &var("SEQVEND_VEND_TOKENS").unwrap_or_default(),
+            parse_bool("SEQVEND_AUTH_DISABLED", var("SEQVEND_AUTH_DISABLED"), false)?,
+        );
+        if tokens.is_empty() && !tokens.disabled() {
+            bail!(
+                "no tokens configured: set SEQVEND_ADMIN_TOKENS (and SEQVEND_VEND_TOKENS), \
+                 or set SEQVEND_AUTH_DISABLED=true to run without authentication"
+            );
+        }
+        let database = DatabaseSettings {
+            vend_pool_size: parse("SEQVEND_POOL_SIZE", var("SEQVEND_POOL_SIZE"), 8)?,
+            admin_pool_size: parse("SEQVEND_ADMIN_POOL_SIZE", var("SEQVEND_ADMIN_POOL_SIZE"), 4)?,
+            connect_timeout: millis("SEQVEND_DB_TIMEOUT_MS", var("SEQVEND_DB_TIMEOUT_MS"), 1000)?,
+            statement_timeout: millis(
+                "SEQVEND_STATEMENT_TIMEOUT_MS",
+                var("SEQVEND_STATEMENT_TIMEOUT_MS"),
+                5000,
+            )?,
+            startup_patience: Duration::from_secs(30),
+        };
+        let vend = VendSettings {
+            coalesce: parse_bool("SEQVEND_COALESCE", var("SEQVEND_COALESCE"), true)?,
+            batch_max_requests: parse("SEQVEND_BATCH_MAX", var("SEQVEND_BATCH_MAX"), 512)?,
+            batch_max_values: parse(
+                "SEQVEND_BATCH_MAX_VALUES",
+                var("SEQVEND_BATCH_MAX_VALUES"),
+                100_000,
+            )?,
+            queue_bound: parse("SEQVEND_QUEUE_BOUND", var("SEQVEND_QUEUE_BOUND"), 8192)?,
+            deadline: millis(
+                "SEQVEND_VEND_DEADLINE_MS",
+                var("SEQVEND_VEND_DEADLINE_MS"),
+                2000,
+            )?,
+        };
+        let watch = WatchSettings {
+            interval: Duration::from_secs(parse(
+                "SEQVEND_WATCH_INTERVAL_S",
+                var("SEQVEND_WATCH_INTERVAL_S"),
+                15,
+            )?),
+            low_water: parse("SEQVEND_LOW_WATER", var("SEQVEND_LOW_WATER"), 0.1)?,
+        };
+        let listen = var("SEQVEND_LISTEN").unwrap_or_else(|| "127.0.0.1:8080".into());
+        Ok(Self {
+            database_url: var("DATABASE_URL"),
+            data_dir: var("SEQVEND_DATA_DIR")
+                .unwrap_or_else(|| ".seqvend".into())
+                .into(),
+            listen: listen
+                .parse()
+                .with_context(|| format!("SEQVEND_LISTEN={listen:?}"))?,
+            workers: parse("SEQVEND_WORKERS", var("SEQVEND_WORKERS"), default_workers())?,
+            tokens,
+            log_json: var("SEQVEND_LOG_FORMAT").is_some_and(|f| f.eq_ignore_ascii_case("json")),
+            database,
+            vend,
+            watch,
+        })
+    }
+}
+
+fn default_workers() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get())
+}
+
+fn parse<T: std::str::FromStr>(name: &str, raw: Option<String>, default: T) -> anyhow::Result<T> {
+    match raw {
+        None => Ok(default),
+        Some(raw) => raw
+            .trim()
+            .parse()
+            .map_err(|_| anyhow::anyhow!("{name}={raw:?} is not valid")),
+    }
+}
+
+fn millis(name: &str, raw: Option<String>, default: u64) -> anyhow::Result<Duration> {
+    parse(name, raw, default).map(Duration::from_millis)
+}
+
+fn parse_bool(name: &str, raw: Option<String>, default: bool) -> anyhow::Result<bool> {
+    match raw.as_deref().map(str::to_ascii_lowercase).as_deref() {
+        None => Ok(default),
+        Some("1" | "true" | "yes" | "on") => Ok(true),
+        Some("0" | "false" | "no" | "off") => Ok(false),
+        Some(other) => bail!("{name}={other:?} is not a boolean (use true or false)"),
+    }
+}

@@ -1,0 +1,16 @@
+//! Vending: requests for values become rows of one `seqvend.vend(...)` statement.
+//!
+//! With coalescing on, requests are routed by sequence name to lanes. A lane runs one
+//! statement at a time and serves, in that statement, every request that arrived while the
+//! previous one ran: a lone request goes out at once, and batches grow with load. One lane
+//! per sequence keeps per-sequence order (a request taken earlier gets the earlier values);
+//! lanes run in parallel over their own connections. With coalescing off, each request is
+//! its own statement (the baseline the load tests compare against).
+//!
+//! Statements run in tasks of their own, so a client that gives up never cancels one half-way.
+
+mod engine;
+mod statement;
+
+pub use engine::Vender;
+pub use statement::Outcome;

@@ -1,0 +1,197 @@
+//! Routing vend requests to statements: lanes when coalescing, one statement per request
+//! otherwise. Queues are bounded; a full queue answers 503 at once.
+
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::Arc;
+
+use deadpool_postgres::Pool;
+use tokio::sync::{mpsc, oneshot, Semaphore};
+
+use super::statement::{self, Ask, Outcome};
+use crate::domain::SequenceName;
+use crate::error::ApiError;
+use crate::metrics::Metrics;
+use crate::settings::VendSettings;
+
+type Reply = oneshot::Sender<Result<Outcome, ApiError>>;
+
+struct Job {
+    name: SequenceName,
+    count: u32,
+    reply: Reply,
+}
+
+#[derive(Clone)]
+pub struct Vender {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    pool: Pool,
+    metrics: Arc<Metrics>,
+    settings: VendSettings,
+    mode: Mode,
+}
+
+enum Mode {
+    Coalescing {
+        lanes: Vec<mpsc::Sender<Job>>,
+    },
+    /// One statement per request; the semaphore bounds how many may wait.
+    Direct {
+        queue: Arc<Semaphore>,
+    },
+}
+
+impl Vender {
+    /// Starts the lanes (when coalescing); must be called within a Tokio runtime.
+    pub fn start(pool: Pool, metrics: Arc<Metrics>, settings: VendSettings) -> Self {
+        let mode = if settings.coalesce {
+            let lane_count = pool.status().max_size.max(1);
+            let bound = settings.queue_bound.div_ceil(lane_count).max(1);
+            let lanes = (0..lane_count)
+                .map(|_| {
+                    let (sender, receiver) = mpsc::channel(bound);
+                    let lane = Lane {
+                        pool: pool.clone(),
+                        metrics: metrics.clone(),
+                        settings: settings.clone(),
+                    };
+                    tokio::spawn(lane.run(receiver));
+                    sender
+                })
+                .collect();
+            Mode::Coalescing { lanes }
+        } else {
+            Mode::Direct {
+                queue: Arc::new(Semaphore::new(settings.queue_bound)),
+            }
+        };
+        Self {
+            inner: Arc::new(Inner {
+                pool,
+                metrics,
+                settings,
+                mode,
+            }),
+        }
+    }
+
+    /// Draws `count` values from `name`, answering 503 if the queue is full or the values do
+    /// not arrive within the vend deadline.
+    pub async fn vend(&self, name: SequenceName, count: u32) -> Result<Outcome, ApiError> {
+        let (reply, answer) = oneshot::channel();
+        let job = Job { name, count, reply };
+        let inner = &self.inner;
+        match &inner.mode {
+            Mode::Coalescing { lanes } => {
+                let lane = &lanes[lane_of(&job.name, lanes.len())];
+                if lane.try_send(job).is_err() {
+                    return Err(inner.reject());
+                }
+            }
+            Mode::Direct { queue } => {
+                let Ok(permit) = queue.clone().try_acquire_owned() else {
+                    return Err(inner.reject());
+                };
+                let (pool, metrics) = (inner.pool.clone(), inner.metrics.clone());
+                tokio::spawn(async move {
+                    serve(&pool, &metrics, vec![job]).await;
+                    drop(permit);
+                });
+            }
+        }
+        inner.metrics.vend_queue_depth.inc();
+        let answered = tokio::time::timeout(inner.settings.deadline, answer).await;
+        inner.metrics.vend_queue_depth.dec();
+        match answered {
+            Ok(Ok(result)) => result,
+            Ok(Err(_)) => Err(ApiError::Internal(anyhow::anyhow!("vend lane stopped"))),
+            Err(_) => Err(ApiError::Unavailable("the database did not answer in time")),
+        }
+    }
+}
+
+impl Inner {
+    fn reject(&self) -> ApiError {
+        self.metrics.vend_rejected.inc();
+        ApiError::Unavailable("seqvend is at capacity")
+    }
+}
+
+fn lane_of(name: &SequenceName, lanes: usize) -> usize {
+    let mut hasher = DefaultHasher::new();
+    name.hash(&mut hasher);
+    (hasher.finish() % lanes as u64) as usize
+}
+
+struct Lane {
+    pool: Pool,
+    metrics: Arc<Metrics>,
+    settings: VendSettings,
+}
+
+impl Lane {
+    async fn run(self, mut queue: mpsc::Receiver<Job>) {
+        let mut carried: Option<Job> = None;
+        loop {
+            let first = match carried.take() {
+                Some(job) => job,
+                None => match queue.recv().await {
+                    Some(job) => job,
+                    None => return,
+                },
+            };
+            let mut values = u64::from(first.count);
+            let mut batch = vec![first];
+            while batch.len() < self.settings.batch_max_requests {
+                let Ok(job) = queue.try_recv() else { break };
+                values += u64::from(job.count);
+                if values > self.settings.batch_max_values {
+                    carried = Some(job);
+                    break;
+                }
+                batch.push(job);
+            }
+            serve(&self.pool, &self.metrics, batch).await;
+        }
+    }
+}
+
+/// Runs one statement for `jobs` and answers each. Jobs whose caller already gave up are
+/// left out, so no values are drawn for nobody.
+async fn serve(pool: &Pool, metrics: &Metrics, mut jobs: Vec<Job>) {
+    jobs.retain(|job| !job.reply.is_closed());
+    if jobs.is_empty() {
+        return;
+    }
+    let asks: Vec<Ask<'_>> = jobs
+        .iter()
+        .map(|j| Ask {
+            name: &j.name,
+            count: j.count,
+        })
+        .collect();
+    match statement::vend(pool, metrics, &asks).await {
+        Ok(outcomes) => {
+            for (job, outcome) in jobs.into_iter().zip(outcomes) {
+                let _ = job.reply.send(Ok(outcome));
+            }
+        }
+        Err(err) => {
+            let unavailable = crate::db::is_unavailable(&err);
+            if unavailable {
+                tracing::warn!(error = %format!("{err:#}"), "vend statement failed: database unavailable");
+            } else {
+                tracing::error!(error = %format!("{err:#}"), "vend statement failed");
+            }
+            for job in jobs {
+                let _ = job.reply.send(Err(if unavailable {
+                    ApiError::Unavailable("the database is unavailable")
+                } else {
+                    ApiError::Internal(anyhow::anyhow!("the vend statement failed"))
+                }));
+            }
+        }
+    }
+}
