@@ -3,7 +3,9 @@
 
 CREATE EXTENSION IF NOT EXISTS btree_gist;
 
-CREATE SCHEMA seqvend;
+-- seqvend's own schema may already exist: seqvend creates it before migrating, so that the
+-- migration history (_sqlx_migrations) lives in it too.
+CREATE SCHEMA IF NOT EXISTS seqvend;
 CREATE SCHEMA seqvend_ranges;
 
 CREATE TABLE seqvend.sequences (
@@ -41,7 +43,7 @@ CREATE TABLE seqvend.ranges (
     pg_sequence oid NOT NULL UNIQUE,
     created_at  timestamptz NOT NULL DEFAULT now(),
     updated_at  timestamptz NOT NULL DEFAULT now(),
-    CONSTRAINT ranges_bounds_check CHECK (min_value <= max_value),
+    CONSTRAINT ranges_bounds_check CHECK (min_value < max_value),
     CONSTRAINT ranges_start_check CHECK (start_value BETWEEN min_value AND max_value),
     -- The namespace is copied from the sequence (and kept equal by this key) so that the
     -- exclusion constraint below can see it.

@@ -13,10 +13,11 @@ use crate::settings::DatabaseSettings;
 
 /// Session settings for every seqvend connection. `synchronous_commit = on` is what makes a
 /// vend's commit wait for its WAL flush (and for a synchronous standby) before the values are
-/// returned, whatever the server's or the role's default says.
+/// returned, whatever the server's or the role's default says. `search_path`: see `migrate`.
 fn session_options(settings: &DatabaseSettings) -> String {
     format!(
-        "-c synchronous_commit=on -c statement_timeout={} -c idle_in_transaction_session_timeout=60000",
+        "-c synchronous_commit=on -c search_path=seqvend -c statement_timeout={} \
+         -c idle_in_transaction_session_timeout=60000",
         settings.statement_timeout.as_millis()
     )
 }
@@ -25,7 +26,7 @@ pub fn registry_pool(url: &str, settings: &DatabaseSettings) -> anyhow::Result<P
     let options = PgConnectOptions::from_str(url)
         .context("DATABASE_URL is not a valid PostgreSQL URL")?
         .application_name("seqvend")
-        .options([("synchronous_commit", "on")])
+        .options([("synchronous_commit", "on"), ("search_path", "seqvend")])
         .options([(
             "statement_timeout",
             &settings.statement_timeout.as_millis().to_string(),

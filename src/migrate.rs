@@ -1,6 +1,10 @@
 //! Schema migrations, embedded in the binary and applied by `serve` at startup.
-//! sqlx's migrator holds a PostgreSQL advisory lock while it runs, so several instances may
-//! start at once: one applies, the others wait and find nothing left to do.
+//!
+//! Everything seqvend owns lives in the schemas `seqvend` and `seqvend_ranges`, the migration
+//! history included: seqvend's sessions run with `search_path = seqvend`. (With the default
+//! `"$user", public`, a role named `seqvend` would find the history in one schema before the
+//! first migration and look for it in another after.) An advisory lock makes instances that
+//! start together take turns: one applies, the others find nothing left to do.
 
 use anyhow::Context;
 use sqlx::migrate::Migrator;
@@ -8,9 +12,25 @@ use sqlx::PgPool;
 
 pub static MIGRATOR: Migrator = sqlx::migrate!("./migrations");
 
+/// Advisory lock class for migrations ('SVMG').
+const MIGRATION_LOCK: i64 = 0x5356_4d47;
+
 pub async fn run(pool: &PgPool) -> anyhow::Result<()> {
-    MIGRATOR
-        .run(pool)
-        .await
-        .context("applying database migrations")
+    let mut conn = pool.acquire().await.context("connecting to migrate")?;
+    sqlx::query!("SELECT pg_advisory_lock($1)", MIGRATION_LOCK)
+        .execute(&mut *conn)
+        .await?;
+    let migrated = async {
+        sqlx::query!("CREATE SCHEMA IF NOT EXISTS seqvend")
+            .execute(&mut *conn)
+            .await?;
+        MIGRATOR.run(&mut *conn).await?;
+        anyhow::Ok(())
+    }
+    .await;
+    // Unlock whatever happened: the connection goes back to the pool.
+    sqlx::query_scalar!("SELECT pg_advisory_unlock($1)", MIGRATION_LOCK)
+        .fetch_one(&mut *conn)
+        .await?;
+    migrated.context("applying database migrations")
 }

@@ -93,11 +93,19 @@ impl Settings {
     /// Reads the environment; every variable is optional but `DATABASE_URL`-less runs need
     /// PostgreSQL's server binaries, and running without tokens needs an explicit opt-out.
     pub fn from_env() -> anyhow::Result<Self> {
-        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Like `from_env`, reading variables through `lookup` (empty values count as unset).
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> anyhow::Result<Self> {
+        let var = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
         let tokens = Tokens::new(
             &var("SEQVEND_ADMIN_TOKENS").unwrap_or_default(),
             &var("SEQVEND_VEND_TOKENS").unwrap_or_default(),
-            parse_bool("SEQVEND_AUTH_DISABLED", var("SEQVEND_AUTH_DISABLED"), false)?,
+            parse_bool(
+                ("SEQVEND_AUTH_DISABLED", var("SEQVEND_AUTH_DISABLED")),
+                false,
+            )?,
         );
         if tokens.is_empty() && !tokens.disabled() {
             bail!(
@@ -105,39 +113,32 @@ impl Settings {
                  or set SEQVEND_AUTH_DISABLED=true to run without authentication"
             );
         }
+        let get = |name: &'static str| (name, var(name));
+        let (db, vend, watch) = (
+            DatabaseSettings::default(),
+            VendSettings::default(),
+            WatchSettings::default(),
+        );
         let database = DatabaseSettings {
-            vend_pool_size: parse("SEQVEND_POOL_SIZE", var("SEQVEND_POOL_SIZE"), 8)?,
-            admin_pool_size: parse("SEQVEND_ADMIN_POOL_SIZE", var("SEQVEND_ADMIN_POOL_SIZE"), 4)?,
-            connect_timeout: millis("SEQVEND_DB_TIMEOUT_MS", var("SEQVEND_DB_TIMEOUT_MS"), 1000)?,
-            statement_timeout: millis(
-                "SEQVEND_STATEMENT_TIMEOUT_MS",
-                var("SEQVEND_STATEMENT_TIMEOUT_MS"),
-                5000,
-            )?,
-            startup_patience: Duration::from_secs(30),
+            vend_pool_size: parse(get("SEQVEND_POOL_SIZE"), db.vend_pool_size)?,
+            admin_pool_size: parse(get("SEQVEND_ADMIN_POOL_SIZE"), db.admin_pool_size)?,
+            connect_timeout: millis(get("SEQVEND_DB_TIMEOUT_MS"), db.connect_timeout)?,
+            statement_timeout: millis(get("SEQVEND_STATEMENT_TIMEOUT_MS"), db.statement_timeout)?,
+            startup_patience: db.startup_patience,
         };
         let vend = VendSettings {
-            coalesce: parse_bool("SEQVEND_COALESCE", var("SEQVEND_COALESCE"), true)?,
-            batch_max_requests: parse("SEQVEND_BATCH_MAX", var("SEQVEND_BATCH_MAX"), 512)?,
-            batch_max_values: parse(
-                "SEQVEND_BATCH_MAX_VALUES",
-                var("SEQVEND_BATCH_MAX_VALUES"),
-                100_000,
-            )?,
-            queue_bound: parse("SEQVEND_QUEUE_BOUND", var("SEQVEND_QUEUE_BOUND"), 8192)?,
-            deadline: millis(
-                "SEQVEND_VEND_DEADLINE_MS",
-                var("SEQVEND_VEND_DEADLINE_MS"),
-                2000,
-            )?,
+            coalesce: parse_bool(get("SEQVEND_COALESCE"), vend.coalesce)?,
+            batch_max_requests: parse(get("SEQVEND_BATCH_MAX"), vend.batch_max_requests)?,
+            batch_max_values: parse(get("SEQVEND_BATCH_MAX_VALUES"), vend.batch_max_values)?,
+            queue_bound: parse(get("SEQVEND_QUEUE_BOUND"), vend.queue_bound)?,
+            deadline: millis(get("SEQVEND_VEND_DEADLINE_MS"), vend.deadline)?,
         };
         let watch = WatchSettings {
             interval: Duration::from_secs(parse(
-                "SEQVEND_WATCH_INTERVAL_S",
-                var("SEQVEND_WATCH_INTERVAL_S"),
-                15,
+                get("SEQVEND_WATCH_INTERVAL_S"),
+                watch.interval.as_secs(),
             )?),
-            low_water: parse("SEQVEND_LOW_WATER", var("SEQVEND_LOW_WATER"), 0.1)?,
+            low_water: parse(get("SEQVEND_LOW_WATER"), watch.low_water)?,
         };
         let listen = var("SEQVEND_LISTEN").unwrap_or_else(|| "127.0.0.1:8080".into());
         Ok(Self {
@@ -148,7 +149,7 @@ impl Settings {
             listen: listen
                 .parse()
                 .with_context(|| format!("SEQVEND_LISTEN={listen:?}"))?,
-            workers: parse("SEQVEND_WORKERS", var("SEQVEND_WORKERS"), default_workers())?,
+            workers: parse(get("SEQVEND_WORKERS"), default_workers())?,
             tokens,
             log_json: var("SEQVEND_LOG_FORMAT").is_some_and(|f| f.eq_ignore_ascii_case("json")),
             database,
@@ -162,7 +163,10 @@ fn default_workers() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get())
 }
 
-fn parse<T: std::str::FromStr>(name: &str, raw: Option<String>, default: T) -> anyhow::Result<T> {
+/// A variable's name and its value, if set.
+type Var = (&'static str, Option<String>);
+
+fn parse<T: std::str::FromStr>((name, raw): Var, default: T) -> anyhow::Result<T> {
     match raw {
         None => Ok(default),
         Some(raw) => raw
@@ -172,15 +176,53 @@ fn parse<T: std::str::FromStr>(name: &str, raw: Option<String>, default: T) -> a
     }
 }
 
-fn millis(name: &str, raw: Option<String>, default: u64) -> anyhow::Result<Duration> {
-    parse(name, raw, default).map(Duration::from_millis)
+fn millis(var: Var, default: Duration) -> anyhow::Result<Duration> {
+    parse(var, default.as_millis() as u64).map(Duration::from_millis)
 }
 
-fn parse_bool(name: &str, raw: Option<String>, default: bool) -> anyhow::Result<bool> {
+fn parse_bool((name, raw): Var, default: bool) -> anyhow::Result<bool> {
     match raw.as_deref().map(str::to_ascii_lowercase).as_deref() {
         None => Ok(default),
         Some("1" | "true" | "yes" | "on") => Ok(true),
         Some("0" | "false" | "no" | "off") => Ok(false),
         Some(other) => bail!("{name}={other:?} is not a boolean (use true or false)"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(vars: &[(&str, &str)]) -> anyhow::Result<Settings> {
+        let vars: Vec<(String, String)> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Settings::from_lookup(|name| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()))
+    }
+
+    #[test]
+    fn refuses_to_start_without_tokens_unless_auth_is_switched_off() {
+        let err = settings(&[]).unwrap_err().to_string();
+        assert!(err.contains("SEQVEND_AUTH_DISABLED"), "{err}");
+        assert!(settings(&[("SEQVEND_AUTH_DISABLED", "true")])
+            .unwrap()
+            .tokens
+            .disabled());
+        assert!(!settings(&[("SEQVEND_ADMIN_TOKENS", "a")])
+            .unwrap()
+            .tokens
+            .disabled());
+    }
+
+    #[test]
+    fn defaults_apply_and_values_are_checked() {
+        let s = settings(&[("SEQVEND_ADMIN_TOKENS", "a")]).unwrap();
+        assert_eq!(s.listen.to_string(), "127.0.0.1:8080");
+        assert!(s.database_url.is_none() && s.vend.coalesce);
+        let s = settings(&[("SEQVEND_ADMIN_TOKENS", "a"), ("SEQVEND_COALESCE", "off")]).unwrap();
+        assert!(!s.vend.coalesce);
+        assert!(settings(&[("SEQVEND_ADMIN_TOKENS", "a"), ("SEQVEND_POOL_SIZE", "x")]).is_err());
+        assert!(settings(&[("SEQVEND_ADMIN_TOKENS", "a"), ("SEQVEND_LISTEN", "nowhere")]).is_err());
     }
 }

@@ -25,8 +25,8 @@ pub struct SequenceSpec {
 pub enum RangeError {
     #[error("`{0}` must be a whole number between -9223372036854775808 and 9223372036854775807")]
     NotAnInteger(&'static str),
-    #[error("`min` ({min}) must not be greater than `max` ({max})")]
-    MinAboveMax { min: i64, max: i64 },
+    #[error("`min` ({min}) must be less than `max` ({max}): a range holds at least two values")]
+    MinNotBelowMax { min: i64, max: i64 },
     #[error("`increment` must not be 0")]
     ZeroIncrement,
     #[error("`increment` must be between -9223372036854775807 and 9223372036854775807")]
@@ -43,8 +43,9 @@ pub fn whole_number(field: &'static str, value: &Number) -> Result<i64, RangeErr
 impl RangeBounds {
     pub fn parse(min: &Number, max: &Number) -> Result<Self, RangeError> {
         let (min, max) = (whole_number("min", min)?, whole_number("max", max)?);
-        if min > max {
-            return Err(RangeError::MinAboveMax { min, max });
+        // A PostgreSQL sequence needs MINVALUE < MAXVALUE.
+        if min >= max {
+            return Err(RangeError::MinNotBelowMax { min, max });
         }
         Ok(Self { min, max })
     }
@@ -144,7 +145,11 @@ mod tests {
         let (one, nine) = (n(1.into()), n(9.into()));
         assert_eq!(
             RangeBounds::parse(&nine, &one),
-            Err(RangeError::MinAboveMax { min: 9, max: 1 })
+            Err(RangeError::MinNotBelowMax { min: 9, max: 1 })
+        );
+        assert_eq!(
+            RangeBounds::parse(&one, &one),
+            Err(RangeError::MinNotBelowMax { min: 1, max: 1 })
         );
         assert_eq!(
             Increment::parse(&n(0.into())),

@@ -15,14 +15,15 @@ pub async fn healthz() -> HttpResponse {
 
 /// Ready when the database answers and every migration this build knows has been applied.
 pub async fn readyz(pool: web::Data<PgPool>) -> Result<HttpResponse, ApiError> {
-    let applied =
-        sqlx::query_scalar!("SELECT max(version) AS version FROM _sqlx_migrations WHERE success")
-            .fetch_one(pool.get_ref())
-            .await
-            .map_err(|err| {
-                tracing::debug!(error = %err, "readiness check failed");
-                ApiError::Unavailable("the database is unreachable or not migrated")
-            })?;
+    let applied = sqlx::query_scalar!(
+        "SELECT max(version) AS version FROM seqvend._sqlx_migrations WHERE success"
+    )
+    .fetch_one(pool.get_ref())
+    .await
+    .map_err(|err| {
+        tracing::debug!(error = %err, "readiness check failed");
+        ApiError::Unavailable("the database is unreachable or not migrated")
+    })?;
     let expected = MIGRATOR.iter().map(|m| m.version).max();
     if applied < expected {
         return Err(ApiError::Unavailable("the database is not migrated yet"));

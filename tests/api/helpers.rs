@@ -1,0 +1,377 @@
+//! The test harness: real PostgreSQL clusters started here, a fresh database per test,
+//! seqvend applications served over real TCP, and typed request helpers.
+//! Set TEST_LOG=1 to see seqvend's logs.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use reqwest::{Method, StatusCode};
+use seqvend::auth::Tokens;
+use seqvend::local_pg::{LocalCluster, Shutdown};
+use seqvend::settings::{DatabaseSettings, Settings, VendSettings, WatchSettings};
+use seqvend::startup::Application;
+use serde_json::{json, Value};
+
+pub const ADMIN_TOKEN: &str = "test-admin-token";
+pub const VEND_TOKEN: &str = "test-vend-token";
+
+/// The cluster most tests share; each test gets its own database in it.
+fn shared_cluster() -> &'static LocalCluster {
+    static CLUSTER: OnceLock<LocalCluster> = OnceLock::new();
+    CLUSTER.get_or_init(|| {
+        let cluster = LocalCluster::open(&scratch_dir("shared"), &[]).expect("cluster prepared");
+        cluster.start().expect("cluster started");
+        cluster
+    })
+}
+
+/// A directory for one cluster, under the system temp dir (as root, the `postgres` user
+/// must be able to reach it). Directories left by earlier runs are removed first.
+pub fn scratch_dir(label: &str) -> PathBuf {
+    static CLEANED: OnceLock<()> = OnceLock::new();
+    let root = std::env::temp_dir().join("seqvend-tests");
+    CLEANED.get_or_init(|| {
+        for entry in std::fs::read_dir(&root).into_iter().flatten().flatten() {
+            let pid = entry
+                .file_name()
+                .to_string_lossy()
+                .split('-')
+                .next()
+                .and_then(|p| p.parse::<u32>().ok());
+            if pid.is_some_and(|pid| !PathBuf::from(format!("/proc/{pid}")).exists()) {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+    });
+    std::fs::create_dir_all(&root).expect("temp dir");
+    std::fs::set_permissions(&root, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    root.join(format!(
+        "{}-{label}-{}",
+        std::process::id(),
+        uuid::Uuid::new_v4().simple()
+    ))
+}
+
+pub fn init_logging() {
+    if std::env::var_os("TEST_LOG").is_some() {
+        seqvend::telemetry::init(false);
+    }
+}
+
+pub fn test_settings() -> Settings {
+    Settings {
+        database_url: None,
+        data_dir: PathBuf::new(),
+        listen: "127.0.0.1:0".parse().unwrap(),
+        workers: 2,
+        tokens: Tokens::new(ADMIN_TOKEN, VEND_TOKEN, false),
+        log_json: false,
+        database: DatabaseSettings {
+            vend_pool_size: 4,
+            admin_pool_size: 4,
+            ..Default::default()
+        },
+        vend: VendSettings::default(),
+        watch: WatchSettings::default(),
+    }
+}
+
+/// A database of its own in `cluster`, migrated by the first application started on it.
+pub struct TestDb {
+    pub url: String,
+}
+
+impl TestDb {
+    pub async fn create(cluster: &LocalCluster) -> Self {
+        let name = format!("t_{}", uuid::Uuid::new_v4().simple());
+        seqvend::local_pg::ensure_database(cluster, &name)
+            .await
+            .expect("database created");
+        Self {
+            url: cluster.url(&name),
+        }
+    }
+
+    pub async fn shared() -> Self {
+        Self::create(shared_cluster()).await
+    }
+
+    /// A plain connection for looking behind seqvend's back.
+    pub async fn connect(&self) -> tokio_postgres::Client {
+        let (client, connection) = tokio_postgres::connect(&self.url, tokio_postgres::NoTls)
+            .await
+            .expect("connected");
+        tokio::spawn(connection);
+        client
+    }
+}
+
+/// One running seqvend instance.
+pub struct TestApp {
+    pub address: String,
+    pub http: reqwest::Client,
+    handle: actix_web::dev::ServerHandle,
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        let handle = self.handle.clone();
+        tokio::spawn(async move { handle.stop(false).await });
+    }
+}
+
+/// A fresh database and one seqvend instance on it.
+pub async fn spawn_app() -> TestApp {
+    let db = TestDb::shared().await;
+    spawn_app_on(&db, test_settings()).await
+}
+
+pub async fn spawn_app_on(db: &TestDb, settings: Settings) -> TestApp {
+    init_logging();
+    let app = Application::build(&settings, &db.url)
+        .await
+        .expect("application built");
+    let address = format!("http://127.0.0.1:{}", app.port());
+    let handle = app.handle();
+    tokio::spawn(app.run_until_stopped());
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(64)
+        .build()
+        .unwrap();
+    TestApp {
+        address,
+        http,
+        handle,
+    }
+}
+
+/// A response's status, headers and JSON body.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: StatusCode,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: Value,
+}
+
+impl Reply {
+    pub async fn from(response: reqwest::Response) -> Self {
+        let status = response.status();
+        let headers = response.headers().clone();
+        let text = response.text().await.expect("body read");
+        let body = if text.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text).unwrap_or(Value::String(text))
+        };
+        Reply {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    /// The stable error code of an error body.
+    pub fn code(&self) -> &str {
+        self.body["error"]
+            .as_str()
+            .unwrap_or_else(|| panic!("not an error body: {}", self.body))
+    }
+
+    pub fn assert_error(&self, status: u16, code: &str) {
+        assert_eq!(
+            (self.status.as_u16(), self.code()),
+            (status, code),
+            "body: {}",
+            self.body
+        );
+        assert!(
+            self.body["message"].as_str().is_some_and(|m| !m.is_empty()),
+            "an error needs a message: {}",
+            self.body
+        );
+    }
+}
+
+impl TestApp {
+    pub async fn request(
+        &self,
+        method: Method,
+        path: &str,
+        token: Option<&str>,
+        body: Option<Value>,
+    ) -> Reply {
+        let mut request = self.http.request(method, format!("{}{path}", self.address));
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        Reply::from(request.send().await.expect("request sent")).await
+    }
+
+    pub async fn create(&self, body: Value) -> Reply {
+        self.request(Method::POST, "/sequences", Some(ADMIN_TOKEN), Some(body))
+            .await
+    }
+
+    /// POST /sequences with a body sent as is.
+    pub async fn create_raw(&self, body: &str) -> Reply {
+        let request = self
+            .http
+            .post(format!("{}/sequences", self.address))
+            .bearer_auth(ADMIN_TOKEN)
+            .header("content-type", "application/json")
+            .body(body.to_owned());
+        Reply::from(request.send().await.expect("request sent")).await
+    }
+
+    /// Creates `name` over [min, max] and checks it worked.
+    pub async fn create_ok(&self, name: &str, min: i64, max: i64) -> Value {
+        let reply = self
+            .create(json!({"name": name, "min": min, "max": max}))
+            .await;
+        assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
+        reply.body
+    }
+
+    pub async fn add_range(&self, name: &str, min: i64, max: i64) -> Reply {
+        let path = format!("/sequences/{name}/ranges");
+        self.request(
+            Method::POST,
+            &path,
+            Some(ADMIN_TOKEN),
+            Some(json!({"min": min, "max": max})),
+        )
+        .await
+    }
+
+    pub async fn get(&self, name: &str) -> Reply {
+        self.request(
+            Method::GET,
+            &format!("/sequences/{name}"),
+            Some(VEND_TOKEN),
+            None,
+        )
+        .await
+    }
+
+    pub async fn retire(&self, name: &str) -> Reply {
+        self.request(
+            Method::DELETE,
+            &format!("/sequences/{name}"),
+            Some(ADMIN_TOKEN),
+            None,
+        )
+        .await
+    }
+
+    pub async fn next(&self, name: &str) -> Reply {
+        self.request(
+            Method::POST,
+            &format!("/sequences/{name}/next"),
+            Some(VEND_TOKEN),
+            None,
+        )
+        .await
+    }
+
+    pub async fn next_batch(&self, name: &str, count: u32) -> Reply {
+        let path = format!("/sequences/{name}/next?count={count}");
+        self.request(Method::POST, &path, Some(VEND_TOKEN), None)
+            .await
+    }
+
+    /// The single value of a successful `next`.
+    pub async fn next_value(&self, name: &str) -> i64 {
+        let reply = self.next(name).await;
+        assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+        reply.body["value"].as_i64().unwrap()
+    }
+}
+
+/// The values of a batch reply.
+pub fn values_of(reply: &Reply) -> Vec<i64> {
+    reply.body["values"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_i64().unwrap())
+        .collect()
+}
+
+/// Every value `reply` carries (single or batch); none for an error.
+pub fn carried_values(reply: &Reply) -> Vec<i64> {
+    if reply.status != StatusCode::OK {
+        return Vec::new();
+    }
+    match reply.body.get("value") {
+        Some(v) => vec![v.as_i64().unwrap()],
+        None => values_of(reply),
+    }
+}
+
+/// Asserts no value repeats and returns them as a set.
+pub fn assert_unique(values: &[i64]) -> HashSet<i64> {
+    let set: HashSet<i64> = values.iter().copied().collect();
+    assert_eq!(
+        set.len(),
+        values.len(),
+        "{} values were vended twice",
+        values.len() - set.len()
+    );
+    set
+}
+
+/// Waits for `check` to hold, polling, for at most `patience`.
+pub async fn eventually<F, Fut>(patience: Duration, what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + patience;
+    while !check().await {
+        assert!(Instant::now() < deadline, "gave up waiting: {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A cluster of the test's own, for tests that stop or crash PostgreSQL.
+pub struct OwnCluster {
+    pub cluster: Arc<LocalCluster>,
+}
+
+impl OwnCluster {
+    pub async fn start(label: &str) -> Self {
+        let dir = scratch_dir(label);
+        let cluster = tokio::task::spawn_blocking(move || {
+            let cluster = LocalCluster::open(&dir, &[]).expect("cluster prepared");
+            cluster.start().expect("cluster started");
+            cluster
+        })
+        .await
+        .unwrap();
+        Self {
+            cluster: Arc::new(cluster),
+        }
+    }
+
+    pub async fn stop(&self, mode: Shutdown) {
+        let cluster = self.cluster.clone();
+        tokio::task::spawn_blocking(move || cluster.stop(mode))
+            .await
+            .unwrap()
+            .expect("stopped");
+    }
+
+    pub async fn restart(&self) {
+        let cluster = self.cluster.clone();
+        tokio::task::spawn_blocking(move || cluster.start())
+            .await
+            .unwrap()
+            .expect("restarted");
+    }
+}

@@ -1,0 +1,12 @@
+//! seqvend's integration tests: real HTTP against real PostgreSQL clusters.
+
+mod concurrency;
+mod durability;
+mod errors;
+mod helpers;
+mod names;
+mod observability;
+mod outage;
+mod sequences;
+mod serve;
+mod vending;

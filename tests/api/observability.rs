@@ -1,0 +1,64 @@
+//! Health, readiness and Prometheus metrics.
+
+use std::time::Duration;
+
+use reqwest::{Method, StatusCode};
+
+use crate::helpers::*;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn health_and_readiness_need_no_token() {
+    let app = spawn_app().await;
+    let healthz = app.request(Method::GET, "/healthz", None, None).await;
+    assert_eq!(
+        (healthz.status, &healthz.body["status"]),
+        (StatusCode::OK, &"ok".into())
+    );
+    let readyz = app.request(Method::GET, "/readyz", None, None).await;
+    assert_eq!(
+        (readyz.status, &readyz.body["status"]),
+        (StatusCode::OK, &"ready".into())
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn metrics_count_requests_by_route_values_per_sequence_and_remaining_values() {
+    let db = TestDb::shared().await;
+    let mut settings = test_settings();
+    settings.watch.interval = Duration::from_millis(50);
+    let app = spawn_app_on(&db, settings).await;
+    app.create_ok("m", 1, 100).await;
+    app.next_value("m").await;
+    app.next_batch("m", 9).await;
+    app.next("unknown").await;
+    let scrape = || async {
+        let response = app
+            .http
+            .get(format!("{}/metrics", app.address))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        response.text().await.unwrap()
+    };
+    let text = scrape().await;
+    for expected in [
+        r#"seqvend_values_vended_total{sequence="m"} 10"#,
+        r#"seqvend_http_request_duration_seconds_count{method="POST",route="/sequences/{name}/next",status="200"} 2"#,
+        r#"seqvend_http_request_duration_seconds_count{method="POST",route="/sequences/{name}/next",status="404"} 1"#,
+        r#"seqvend_db_pool_connections{pool="vend",state="max"} 4"#,
+        "# HELP seqvend_vend_batch_requests",
+    ] {
+        assert!(text.contains(expected), "missing {expected:?} in\n{text}");
+    }
+    eventually(
+        Duration::from_secs(10),
+        "the remaining gauge shows 90",
+        || async {
+            scrape()
+                .await
+                .contains(r#"seqvend_sequence_remaining_values{sequence="m"} 90"#)
+        },
+    )
+    .await;
+}

@@ -1,0 +1,106 @@
+//! The `seqvend serve` binary itself: refusing to start unsafely, the one-command start with
+//! a private PostgreSQL, persistence across restarts, graceful shutdown.
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use reqwest::StatusCode;
+
+use crate::helpers::*;
+
+const BINARY: &str = env!("CARGO_BIN_EXE_seqvend");
+
+#[test]
+fn serve_refuses_to_start_without_tokens_unless_auth_is_switched_off() {
+    let output = Command::new(BINARY)
+        .arg("serve")
+        .env_clear()
+        .env("SEQVEND_LISTEN", "127.0.0.1:0")
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("SEQVEND_AUTH_DISABLED"), "{stderr}");
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+struct Served {
+    child: Child,
+    address: String,
+}
+
+impl Served {
+    async fn start(data_dir: &std::path::Path) -> Self {
+        let port = free_port();
+        let child = Command::new(BINARY)
+            .arg("serve")
+            .env_remove("DATABASE_URL")
+            .env("SEQVEND_DATA_DIR", data_dir)
+            .env("SEQVEND_LISTEN", format!("127.0.0.1:{port}"))
+            .env("SEQVEND_ADMIN_TOKENS", ADMIN_TOKEN)
+            .env("SEQVEND_VEND_TOKENS", VEND_TOKEN)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let address = format!("http://127.0.0.1:{port}");
+        let http = reqwest::Client::new();
+        eventually(Duration::from_secs(60), "seqvend serve is ready", || {
+            let request = http.get(format!("{address}/readyz")).send();
+            async move { request.await.is_ok_and(|r| r.status() == StatusCode::OK) }
+        })
+        .await;
+        Self { child, address }
+    }
+
+    /// SIGTERM, then the exit status.
+    fn terminate(mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().to_string();
+        Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+        self.child.wait().unwrap()
+    }
+
+    async fn next(&self) -> i64 {
+        let response = reqwest::Client::new()
+            .post(format!("{}/sequences/p/next", self.address))
+            .bearer_auth(VEND_TOKEN)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        response.json::<serde_json::Value>().await.unwrap()["value"]
+            .as_i64()
+            .unwrap()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn serve_without_a_database_url_runs_its_own_postgresql_and_values_persist() {
+    let dir = scratch_dir("serve");
+    let first = Served::start(&dir).await;
+    let created = reqwest::Client::new()
+        .post(format!("{}/sequences", first.address))
+        .bearer_auth(ADMIN_TOKEN)
+        .json(&serde_json::json!({"name": "p", "min": 1, "max": 100}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), StatusCode::CREATED);
+    assert_eq!((first.next().await, first.next().await), (1, 2));
+    assert!(first.terminate().success(), "a graceful shutdown exits 0");
+    assert!(
+        !dir.join("pgdata/postmaster.pid").exists(),
+        "the private cluster was stopped"
+    );
+
+    let second = Served::start(&dir).await;
+    assert_eq!(second.next().await, 3, "the sequence survived the restart");
+    assert!(second.terminate().success());
+}

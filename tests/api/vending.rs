@@ -1,0 +1,139 @@
+//! Vending single values and batches, rollover across ranges, exhaustion.
+
+use reqwest::StatusCode;
+use serde_json::json;
+
+use crate::helpers::*;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn next_returns_consecutive_values_from_min() {
+    let app = spawn_app().await;
+    app.create_ok("seq", 1000, 1999).await;
+    let reply = app.next("seq").await;
+    assert_eq!(reply.status, StatusCode::OK);
+    assert_eq!(reply.body, json!({"sequence": "seq", "value": 1000}));
+    assert_eq!(app.next_value("seq").await, 1001);
+    let reply = app.next_batch("seq", 3).await;
+    assert_eq!(
+        reply.body,
+        json!({"sequence": "seq", "values": [1002, 1003, 1004], "exhausted": false})
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn single_vends_roll_over_to_the_next_range_in_the_order_ranges_were_added() {
+    let app = spawn_app().await;
+    app.create_ok("roll", 1, 2).await;
+    app.add_range("roll", 50, 51).await;
+    app.add_range("roll", 10, 11).await;
+    let mut values = Vec::new();
+    for _ in 0..6 {
+        values.push(app.next_value("roll").await);
+    }
+    assert_eq!(values, [1, 2, 50, 51, 10, 11]);
+    app.next("roll")
+        .await
+        .assert_error(409, "sequence_exhausted");
+    let body = app.get("roll").await.body;
+    assert_eq!(body["status"], "exhausted");
+    assert_eq!(body["remaining"], 0);
+    assert!(body["ranges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|r| r["status"] == "exhausted" && r["next"].is_null()));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_batch_continues_into_the_next_range_and_returns_what_is_left_at_the_end() {
+    let app = spawn_app().await;
+    app.create_ok("b", 1, 5).await;
+    app.add_range("b", 100, 104).await;
+    let reply = app.next_batch("b", 7).await;
+    assert_eq!(
+        reply.body,
+        json!({"sequence": "b", "values": [1, 2, 3, 4, 5, 100, 101], "exhausted": false})
+    );
+    let body = app.get("b").await.body;
+    assert_eq!(
+        (&body["ranges"][0]["status"], &body["ranges"][1]["status"]),
+        (&json!("exhausted"), &json!("active"))
+    );
+    let reply = app.next_batch("b", 10).await;
+    assert_eq!(
+        reply.body,
+        json!({"sequence": "b", "values": [102, 103, 104], "exhausted": true})
+    );
+    app.next_batch("b", 10)
+        .await
+        .assert_error(409, "sequence_exhausted");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_descending_sequence_rolls_over_from_the_top_of_each_range() {
+    let app = spawn_app().await;
+    app.create(json!({"name": "d", "min": 1, "max": 3, "increment": -1}))
+        .await;
+    app.add_range("d", 10, 11).await;
+    let reply = app.next_batch("d", 10).await;
+    assert_eq!(values_of(&reply), [3, 2, 1, 11, 10]);
+    assert_eq!(reply.body["exhausted"], true);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_batch_that_hits_the_end_of_the_last_range_wastes_nothing() {
+    let db = TestDb::shared().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    app.create_ok("end", 1, 10).await;
+    assert_eq!(values_of(&app.next_batch("end", 4).await), [1, 2, 3, 4]);
+    let reply = app.next_batch("end", 100).await;
+    assert_eq!(values_of(&reply), [5, 6, 7, 8, 9, 10]);
+    // The range's PostgreSQL sequence stopped exactly at the last value handed out.
+    let row = db
+        .connect()
+        .await
+        .query_one(
+            "SELECT pg_sequence_last_value(pg_sequence::regclass) FROM seqvend.ranges",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, Option<i64>>(0), Some(10));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn increments_larger_than_one_step_through_the_range() {
+    let app = spawn_app().await;
+    app.create(json!({"name": "step", "min": 0, "max": 10, "increment": 4}))
+        .await;
+    app.add_range("step", 100, 104).await;
+    assert_eq!(
+        values_of(&app.next_batch("step", 10).await),
+        [0, 4, 8, 100, 104]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rollover_and_exhaustion_are_recorded_as_events() {
+    let db = TestDb::shared().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    app.create_ok("ev", 1, 2).await;
+    app.add_range("ev", 3, 4).await;
+    app.next_batch("ev", 5).await;
+    app.retire("ev").await;
+    let rows = db
+        .connect()
+        .await
+        .query("SELECT kind, actor FROM seqvend.events ORDER BY id", &[])
+        .await
+        .unwrap();
+    let events: Vec<(String, String)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+    let expected = [
+        ("created", "admin"),
+        ("range_added", "admin"),
+        ("rollover", "vend"),
+        ("exhausted", "vend"),
+        ("retired", "admin"),
+    ];
+    assert_eq!(events, expected.map(|(k, a)| (k.to_owned(), a.to_owned())));
+}
