@@ -56,6 +56,7 @@ impl LocalCluster {
         fs::set_permissions(&dir, fs::Permissions::from_mode(0o700))?;
         if let Some((uid, gid)) = owner {
             chown(&dir, Some(uid), Some(gid))?;
+            ensure_reachable(&dir, owner)?;
         }
         let password_file = dir.join("password");
         if !dir.join("pgdata").join("PG_VERSION").exists() {
@@ -313,6 +314,23 @@ fn cluster_owner() -> anyhow::Result<Option<(u32, u32)>> {
         Ok(String::from_utf8(out.stdout)?.trim().parse()?)
     };
     Ok(Some((id("-u")?, id("-g")?)))
+}
+
+/// The `postgres` user must be able to enter every directory above the cluster's.
+fn ensure_reachable(dir: &Path, owner: Option<(u32, u32)>) -> anyhow::Result<()> {
+    let reachable = as_owner(Command::new("test"), owner)
+        .arg("-x")
+        .arg(dir)
+        .status()?
+        .success();
+    if !reachable {
+        bail!(
+            "the postgres user cannot reach {}: set SEQVEND_DATA_DIR to a directory it can \
+             traverse (for example /var/lib/seqvend)",
+            dir.display()
+        );
+    }
+    Ok(())
 }
 
 fn as_owner(mut command: Command, owner: Option<(u32, u32)>) -> Command {

@@ -1,6 +1,7 @@
 //! seqvend's integration tests: real HTTP against real PostgreSQL clusters.
 
 mod concurrency;
+mod deploy;
 mod durability;
 mod errors;
 mod helpers;

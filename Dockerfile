@@ -1,0 +1,14 @@
+# seqvend, built from source. The compile-time checked queries build offline from .sqlx/.
+FROM rust:1-bookworm AS build
+WORKDIR /src
+ENV SQLX_OFFLINE=true
+COPY . .
+RUN cargo build --release --locked && strip target/release/seqvend
+
+FROM debian:bookworm-slim
+RUN useradd --system --uid 10001 seqvend
+COPY --from=build /src/target/release/seqvend /usr/local/bin/seqvend
+USER seqvend
+ENV SEQVEND_LISTEN=0.0.0.0:8080 SEQVEND_LOG_FORMAT=json
+EXPOSE 8080
+ENTRYPOINT ["seqvend", "serve"]

@@ -1,0 +1,53 @@
+# Shared by the scripts: install what is missing on a Debian/Ubuntu machine with Rust.
+# Sourced, not run.
+
+set -euo pipefail
+
+repo_root() { cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd; }
+
+log() { printf '==> %s\n' "$*" >&2; }
+
+as_root() {
+    if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+apt_updated=""
+apt_install() {
+    if [ -z "$apt_updated" ]; then
+        as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+        apt_updated=1
+    fi
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+# PostgreSQL's server binaries are kept off PATH on Debian/Ubuntu.
+pg_bindir() {
+    local dir
+    dir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
+    if [ -n "$dir" ] && [ -x "$dir/postgres" ]; then echo "$dir"; return; fi
+    if command -v pg_config >/dev/null && [ -x "$(pg_config --bindir)/postgres" ]; then pg_config --bindir; fi
+}
+
+ensure_postgres() {
+    if [ -z "$(pg_bindir)" ]; then
+        log "installing the PostgreSQL server (Debian package postgresql)"
+        apt_install postgresql
+        # The package may start a system-wide cluster; seqvend runs its own.
+    fi
+    if [ "$(id -u)" -eq 0 ] && ! id postgres >/dev/null 2>&1; then
+        log "creating the postgres user (PostgreSQL refuses to run as root)"
+        as_root useradd --system --home-dir /var/lib/postgresql --shell /usr/sbin/nologin postgres
+    fi
+}
+
+ensure_rust_tools() {
+    command -v cargo >/dev/null || { echo "cargo not found: install Rust (rustup) first" >&2; exit 1; }
+    if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 2>&1; then
+        log "adding rustfmt and clippy"
+        rustup component add rustfmt clippy
+    fi
+    if ! cargo sqlx --version 2>/dev/null | grep -q ' 0\.8\.'; then
+        log "installing sqlx-cli 0.8 (for the offline query data check)"
+        cargo install sqlx-cli --version 0.8.6 --no-default-features --features postgres,rustls --locked --quiet
+    fi
+}

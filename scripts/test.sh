@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Runs every gate: formatting, clippy with warnings as errors, the offline query data check,
+# and all tests (which start their own PostgreSQL clusters). Installs what is missing.
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+cd "$(repo_root)"
+
+ensure_postgres
+ensure_rust_tools
+export SQLX_OFFLINE=true
+
+log "cargo fmt --check"
+cargo fmt --all -- --check
+
+log "cargo clippy -D warnings"
+cargo clippy --locked --all-targets -- -D warnings
+
+log "cargo sqlx prepare --check (against a scratch PostgreSQL)"
+scripts/with-scratch-db.sh cargo sqlx prepare --check
+
+log "tests"
+cargo test --locked --tests
