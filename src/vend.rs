@@ -12,5 +12,5 @@
 mod engine;
 mod statement;
 
-pub use engine::Vender;
+pub use engine::{Pending, Vender};
 pub use statement::Outcome;

@@ -80,6 +80,12 @@ impl Vender {
     /// Draws `count` values from `name`, answering 503 if the queue is full or the values do
     /// not arrive within the vend deadline.
     pub async fn vend(&self, name: SequenceName, count: u32) -> Result<Outcome, ApiError> {
+        self.submit(name, count)?.wait().await
+    }
+
+    /// Queues a request now (503 at once if the queue is full); its values come through the
+    /// returned `Pending`. Requests to one sequence are served in the order they were submitted.
+    pub fn submit(&self, name: SequenceName, count: u32) -> Result<Pending, ApiError> {
         let (reply, answer) = oneshot::channel();
         let job = Job { name, count, reply };
         let inner = &self.inner;
@@ -102,8 +108,23 @@ impl Vender {
             }
         }
         inner.metrics.vend_queue_depth.inc();
-        let answered = tokio::time::timeout(inner.settings.deadline, answer).await;
-        inner.metrics.vend_queue_depth.dec();
+        Ok(Pending {
+            answer,
+            inner: self.inner.clone(),
+        })
+    }
+}
+
+/// A submitted vend request, waiting for its statement.
+pub struct Pending {
+    answer: oneshot::Receiver<Result<Outcome, ApiError>>,
+    inner: Arc<Inner>,
+}
+
+impl Pending {
+    pub async fn wait(self) -> Result<Outcome, ApiError> {
+        let answered = tokio::time::timeout(self.inner.settings.deadline, self.answer).await;
+        self.inner.metrics.vend_queue_depth.dec();
         match answered {
             Ok(Ok(result)) => result,
             Ok(Err(_)) => Err(ApiError::Internal(anyhow::anyhow!("vend lane stopped"))),

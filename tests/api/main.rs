@@ -1,5 +1,6 @@
 //! seqvend's integration tests: real HTTP against real PostgreSQL clusters.
 
+mod coalescing;
 mod concurrency;
 mod deploy;
 mod durability;

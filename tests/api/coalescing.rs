@@ -1,0 +1,269 @@
+//! The coalescer under load: per-sequence order, rollover and exhaustion inside shared
+//! statements, bounded queues and deadlines. Real PostgreSQL throughout.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rand::Rng;
+use reqwest::StatusCode;
+use seqvend::domain::SequenceName;
+use seqvend::error::ApiError;
+use seqvend::metrics::Metrics;
+use seqvend::settings::VendSettings;
+use seqvend::vend::{Outcome, Vender};
+use serde_json::json;
+use tokio::task::JoinSet;
+
+use crate::helpers::*;
+
+fn vender(db: &TestDb, pool_size: usize, vend: VendSettings) -> Vender {
+    let mut settings = test_settings().database;
+    settings.vend_pool_size = pool_size;
+    let pool = seqvend::db::vend_pool(&db.url, &settings).unwrap();
+    Vender::start(pool, Arc::new(Metrics::new()), vend)
+}
+
+fn name(raw: &str) -> SequenceName {
+    SequenceName::parse(raw).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn requests_taken_first_get_the_earlier_values_across_rollover_and_exhaustion() {
+    let db = TestDb::shared().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    app.create_ok("up", 1, 100).await;
+    app.add_range("up", 1000, 1149).await;
+    app.create(json!({"name": "down", "min": 1, "max": 120, "increment": -1}))
+        .await;
+    app.add_range("down", 500, 579).await;
+    let vender = vender(
+        &db,
+        2,
+        VendSettings {
+            batch_max_requests: 64,
+            ..Default::default()
+        },
+    );
+
+    // 600 requests submitted in one known order, interleaving two sequences and batch sizes,
+    // far more than the 450 values there are.
+    let mut submitted = Vec::new();
+    for i in 0..600u32 {
+        let sequence = if i % 3 == 0 { "down" } else { "up" };
+        let count = 1 + i % 3;
+        submitted.push((
+            sequence,
+            count,
+            vender.submit(name(sequence), count).unwrap(),
+        ));
+    }
+    let mut by_sequence: HashMap<&str, Vec<Outcome>> = HashMap::new();
+    for (sequence, count, pending) in submitted {
+        let outcome = pending.wait().await.unwrap();
+        if let Outcome::Values(values) = &outcome {
+            assert!(values.len() <= count as usize);
+        }
+        by_sequence.entry(sequence).or_default().push(outcome);
+    }
+    let expected_up: Vec<i64> = (1..=100).chain(1000..=1149).collect();
+    let expected_down: Vec<i64> = (1..=120).rev().chain((500..=579).rev()).collect();
+    for (sequence, expected) in [("up", expected_up), ("down", expected_down)] {
+        let outcomes = &by_sequence[sequence];
+        let served = outcomes
+            .iter()
+            .take_while(|o| matches!(o, Outcome::Values(_)))
+            .count();
+        assert!(
+            outcomes[served..].iter().all(|o| *o == Outcome::Exhausted),
+            "{sequence}: once exhausted, always exhausted"
+        );
+        let values: Vec<i64> = outcomes[..served]
+            .iter()
+            .flat_map(|o| match o {
+                Outcome::Values(v) => v.clone(),
+                _ => unreachable!(),
+            })
+            .collect();
+        // Every value, none lost, in vend order: the order the requests were taken in.
+        assert_eq!(values, expected, "{sequence}");
+    }
+    assert_eq!(app.get("up").await.body["status"], "exhausted");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn many_clients_over_many_sequences_through_the_coalescer_never_see_a_value_twice() {
+    let db = TestDb::shared().await;
+    let mut settings = test_settings();
+    settings.vend.batch_max_requests = 32;
+    let app = Arc::new(spawn_app_on(&db, settings).await);
+    let mut ranges: HashMap<String, Vec<(i64, i64)>> = HashMap::new();
+    for s in 0..12i64 {
+        let name = format!("load-{s:02}");
+        let base = s * 100_000;
+        app.create_ok(&name, base, base + 149).await;
+        app.add_range(&name, base + 1000, base + 1099).await;
+        app.add_range(&name, base + 5000, base + 5049).await;
+        ranges.insert(
+            name,
+            vec![
+                (base, base + 149),
+                (base + 1000, base + 1099),
+                (base + 5000, base + 5049),
+            ],
+        );
+    }
+    let ranges = Arc::new(ranges);
+    let mut clients = JoinSet::new();
+    for _ in 0..48 {
+        let (app, ranges) = (app.clone(), ranges.clone());
+        clients.spawn(async move {
+            let mut seen: HashMap<String, Vec<i64>> = HashMap::new();
+            let mut live: Vec<String> = ranges.keys().cloned().collect();
+            while !live.is_empty() {
+                let (pick, count) = {
+                    let mut rng = rand::thread_rng();
+                    (rng.gen_range(0..live.len()), rng.gen_range(0..4u32))
+                };
+                let name = live[pick].clone();
+                let reply = if count == 0 {
+                    app.next(&name).await
+                } else {
+                    app.next_batch(&name, count).await
+                };
+                match reply.status {
+                    StatusCode::OK => {
+                        let values = carried_values(&reply);
+                        let mine = seen.entry(name.clone()).or_default();
+                        // One client's requests are sequential: each gets later values.
+                        assert!(
+                            mine.last().is_none_or(|last| values[0] > *last),
+                            "{name}: {values:?} after {mine:?}"
+                        );
+                        mine.extend(values);
+                    }
+                    StatusCode::CONFLICT => {
+                        assert_eq!(reply.code(), "sequence_exhausted");
+                        live.remove(pick);
+                    }
+                    other => panic!("{other}: {}", reply.body),
+                }
+            }
+            seen
+        });
+    }
+    let mut all: HashMap<String, Vec<i64>> = HashMap::new();
+    while let Some(seen) = clients.join_next().await {
+        for (name, values) in seen.unwrap() {
+            all.entry(name).or_default().extend(values);
+        }
+    }
+    for (name, values) in &all {
+        let unique = assert_unique(values);
+        let inside = |v: &i64| ranges[name].iter().any(|(lo, hi)| (lo..=hi).contains(&v));
+        assert!(
+            values.iter().all(inside),
+            "{name}: a value outside its ranges"
+        );
+        assert_eq!(
+            unique.len(),
+            300,
+            "{name}: all 300 values vended, none lost"
+        );
+    }
+    assert_eq!(all.len(), 12);
+}
+
+/// Holds a range's session lock from outside, so that the vend statement drawing from it
+/// waits: the lane stays busy for as long as the test wants.
+async fn block_range(db: &TestDb) -> tokio_postgres::Client {
+    let blocker = db.connect().await;
+    blocker
+        .batch_execute("SELECT pg_advisory_lock(1398166087, (SELECT min(id) FROM seqvend.ranges))")
+        .await
+        .unwrap();
+    blocker
+}
+
+async fn wait_until_a_vend_waits_on_the_lock(db: &TestDb) {
+    let observer = db.connect().await;
+    eventually(Duration::from_secs(10), "a vend statement waits on the range lock", || {
+        let observer = &observer;
+        async move {
+            let row = observer
+                .query_one("SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'advisory' AND query LIKE '%seqvend.vend%'", &[])
+                .await
+                .unwrap();
+            row.get::<_, i64>(0) > 0
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_full_queue_answers_503_at_once_and_the_queued_requests_still_complete() {
+    let db = TestDb::shared().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    app.create_ok("q", 1, 1000).await;
+    let vender = vender(
+        &db,
+        1,
+        VendSettings {
+            queue_bound: 4,
+            deadline: Duration::from_secs(30),
+            ..Default::default()
+        },
+    );
+    let blocker = block_range(&db).await;
+    let in_flight = vender.submit(name("q"), 1).unwrap();
+    wait_until_a_vend_waits_on_the_lock(&db).await;
+    let queued: Vec<_> = (0..4)
+        .map(|_| vender.submit(name("q"), 1).unwrap())
+        .collect();
+    let started = Instant::now();
+    let refused = vender
+        .submit(name("q"), 1)
+        .err()
+        .expect("the fifth queued request is refused");
+    assert!(matches!(refused, ApiError::Unavailable(_)), "{refused:?}");
+    assert!(started.elapsed() < Duration::from_millis(100));
+    blocker
+        .batch_execute("SELECT pg_advisory_unlock_all()")
+        .await
+        .unwrap();
+    assert_eq!(in_flight.wait().await.unwrap(), Outcome::Values(vec![1]));
+    let mut values = Vec::new();
+    for pending in queued {
+        match pending.wait().await.unwrap() {
+            Outcome::Values(v) => values.extend(v),
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(values, [2, 3, 4, 5]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_vend_the_database_cannot_answer_in_time_is_503_after_the_deadline() {
+    let db = TestDb::shared().await;
+    let mut settings = test_settings();
+    settings.vend.deadline = Duration::from_millis(300);
+    let app = spawn_app_on(&db, settings).await;
+    app.create_ok("slow", 1, 1000).await;
+    let blocker = block_range(&db).await;
+    let started = Instant::now();
+    let reply = app.next("slow").await;
+    reply.assert_error(503, "unavailable");
+    assert!(reply.headers.contains_key("retry-after"));
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_millis(300) && waited < Duration::from_millis(1500),
+        "{waited:?}"
+    );
+    blocker
+        .batch_execute("SELECT pg_advisory_unlock_all()")
+        .await
+        .unwrap();
+    // The abandoned request's value was drawn for nobody (a gap), never handed out twice.
+    let next = app.next_value("slow").await;
+    assert!(next == 1 || next == 2, "{next}");
+}
