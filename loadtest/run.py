@@ -260,7 +260,8 @@ def main():
 
     results["peak_rss_mb"] = max(peak_rss) / 1024
     write_results(results)
-    shutil.rmtree(WORK, ignore_errors=True)
+    shutil.rmtree(WORK / "pg", ignore_errors=True)
+    log(f"logs and k6 summaries are in {WORK}")
 
 
 def verdict(ok):

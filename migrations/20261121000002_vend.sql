@@ -13,7 +13,8 @@
 -- transaction an id, so the caller's commit flushes the WAL (synchronous_commit = on) before
 -- any value is returned. Unlike nextval, nothing here ever errors at MAXVALUE: values already
 -- drawn are never lost to an aborted statement.
-CREATE FUNCTION seqvend.take(p_range seqvend.ranges, p_increment bigint, p_want bigint)
+CREATE FUNCTION seqvend.take(p_range_id integer, p_sequence oid, p_start bigint, p_min bigint,
+                             p_max bigint, p_increment bigint, p_want bigint)
     RETURNS bigint[]
     LANGUAGE plpgsql VOLATILE
 AS $$
@@ -23,38 +24,38 @@ DECLARE
     available   numeric;
     taking      bigint;
     final_value bigint;
+    drawn       bigint[];
 BEGIN
-    -- Nothing between this lock and its unlock raises unless the statement is cancelled or the
-    -- server fails; the service drops any connection whose vend statement failed, and closing
-    -- the session releases the lock.
-    PERFORM pg_advisory_lock(1398166087, p_range.id);
-    last_value := pg_sequence_last_value(p_range.pg_sequence::regclass);
-    first_value := CASE WHEN last_value IS NULL THEN p_range.start_value
+    -- The lock is taken before last_value is read (the FROM clause runs first), and released
+    -- after setval. Nothing in between raises unless the statement is cancelled or the server
+    -- fails; the service drops any connection whose vend statement failed, and closing the
+    -- session releases the lock.
+    SELECT pg_sequence_last_value(p_sequence::regclass) INTO last_value
+      FROM (SELECT pg_advisory_lock(1398166087, p_range_id)) AS locked;
+    first_value := CASE WHEN last_value IS NULL THEN p_start
                         ELSE last_value::numeric + p_increment END;
     available := CASE
-        WHEN p_increment > 0 THEN greatest(0, floor((p_range.max_value - first_value) / p_increment) + 1)
-        ELSE greatest(0, floor((first_value - p_range.min_value) / -p_increment) + 1)
+        WHEN p_increment > 0 THEN greatest(0, floor((p_max - first_value) / p_increment) + 1)
+        ELSE greatest(0, floor((first_value - p_min) / -p_increment) + 1)
     END;
     taking := least(available, p_want);
-    IF taking > 0 THEN
-        final_value := first_value + (taking - 1) * p_increment;
-        PERFORM setval(p_range.pg_sequence::regclass, final_value, true);
-    END IF;
-    PERFORM pg_advisory_unlock(1398166087, p_range.id);
     IF taking = 0 THEN
+        PERFORM pg_advisory_unlock(1398166087, p_range_id);
         RETURN '{}';
+    END IF;
+    final_value := first_value + (taking - 1) * p_increment;
+    PERFORM pg_advisory_unlock(1398166087, p_range_id)
+       FROM (SELECT setval(p_sequence::regclass, final_value, true)) AS advanced;
+    IF taking <= 16 THEN
+        drawn := ARRAY[first_value::bigint];
+        FOR i IN 1 .. taking - 1 LOOP
+            drawn := drawn || (first_value::bigint + i * p_increment);
+        END LOOP;
+        RETURN drawn;
     END IF;
     RETURN ARRAY(SELECT generate_series(first_value::bigint, final_value, p_increment));
 END
 $$;
-
--- True when nothing is left in the range after `drawn` (the last values drawn from it).
-CREATE FUNCTION seqvend.used_up(p_range seqvend.ranges, p_increment bigint, p_drawn bigint[])
-    RETURNS boolean
-    LANGUAGE sql IMMUTABLE
-    RETURN cardinality(p_drawn) = 0
-        OR p_drawn[cardinality(p_drawn)]::numeric + p_increment
-           NOT BETWEEN p_range.min_value AND p_range.max_value;
 
 -- Marks a used-up range exhausted and activates the oldest pending range, or marks the
 -- sequence exhausted when there is none. Several sessions may reach the end at once: the row
@@ -101,8 +102,7 @@ AS $$
 DECLARE
     grp    record;
     seq_id integer;
-    seq    record;
-    rng    seqvend.ranges;
+    cur    record;
     wanted bigint;
     drawn  bigint[];
     got    bigint[];
@@ -118,34 +118,43 @@ BEGIN
          GROUP BY u.name
          ORDER BY u.name COLLATE "C"
     LOOP
-        SELECT s.id INTO seq_id FROM seqvend.sequences s WHERE s.name = grp.name;
+        -- Look the name up and take the sequence's lock, shared: vends do not block each
+        -- other, but a retirement waits for them, and they for it.
+        SELECT locked.id INTO seq_id
+          FROM (SELECT s.id, pg_advisory_xact_lock_shared(1398166353, s.id)
+                  FROM seqvend.sequences s WHERE s.name = grp.name) AS locked;
         IF NOT FOUND THEN
             RETURN QUERY SELECT r, 'not_found'::text, NULL::bigint[] FROM unnest(grp.requests) AS r;
-            CONTINUE;
-        END IF;
-        PERFORM pg_advisory_xact_lock_shared(1398166353, seq_id);
-        -- A new statement takes a new snapshot: it sees a retirement that committed while
-        -- this session waited for the lock.
-        SELECT s.status, s.increment INTO seq FROM seqvend.sequences s WHERE s.id = seq_id;
-        IF seq.status = 'retired' THEN
-            RETURN QUERY SELECT r, 'retired'::text, NULL::bigint[] FROM unnest(grp.requests) AS r;
             CONTINUE;
         END IF;
 
         wanted := grp.total;
         drawn := '{}';
         LOOP
-            SELECT * INTO rng FROM seqvend.ranges r
-             WHERE r.sequence_id = seq_id AND r.status = 'active';
-            EXIT WHEN NOT FOUND;
-            got := seqvend.take(rng, seq.increment, wanted - cardinality(drawn));
+            -- A new statement takes a new snapshot: it sees a retirement that committed while
+            -- this session waited for the lock, and a rollover another session committed.
+            SELECT s.status, s.increment, r.id, r.pg_sequence, r.start_value, r.min_value, r.max_value
+              INTO cur
+              FROM seqvend.sequences s
+              LEFT JOIN seqvend.ranges r ON r.sequence_id = s.id AND r.status = 'active'
+             WHERE s.id = seq_id;
+            EXIT WHEN cur.status = 'retired' OR cur.id IS NULL;
+            got := seqvend.take(cur.id, cur.pg_sequence, cur.start_value, cur.min_value,
+                                cur.max_value, cur.increment, wanted - cardinality(drawn));
             drawn := drawn || got;
-            EXIT WHEN NOT seqvend.used_up(rng, seq.increment, got);
-            -- Roll over as soon as a range is used up, so the registry never shows an
-            -- active range with nothing left.
-            PERFORM seqvend.roll_over(seq_id, rng.id);
+            -- Done while the range still has values after the last one drawn.
+            EXIT WHEN cardinality(got) > 0
+                  AND (got[cardinality(got)]::numeric + cur.increment)
+                      BETWEEN cur.min_value AND cur.max_value;
+            -- Used up: roll over at once, so the registry never shows an active range with
+            -- nothing left.
+            PERFORM seqvend.roll_over(seq_id, cur.id);
             EXIT WHEN cardinality(drawn) >= wanted;
         END LOOP;
+        IF cur.status = 'retired' THEN
+            RETURN QUERY SELECT r, 'retired'::text, NULL::bigint[] FROM unnest(grp.requests) AS r;
+            CONTINUE;
+        END IF;
 
         pos := 1;
         FOR i IN 1 .. cardinality(grp.requests) LOOP

@@ -176,18 +176,27 @@ pub async fn list_sequences(
     Ok(SequencePage { sequences, next })
 }
 
-/// Every sequence that is not retired, with its range states: for gauges and warnings.
-pub async fn live_sequences(pool: &PgPool) -> Result<Vec<SequenceRecord>, ApiError> {
+/// A page of the sequences that are not retired, in name order after `after`, with their
+/// range states: for gauges and warnings. Paged so that no transaction opens thousands of
+/// sequence relations at once (each read holds a lock until commit).
+pub async fn live_sequences(
+    pool: &PgPool,
+    after: &str,
+    limit: i64,
+) -> Result<Vec<SequenceRecord>, ApiError> {
     let rows = sqlx::query_as!(
         SequenceRow,
         r#"SELECT s.id, s.name, s.namespace, s.increment, s.status, s.created_at, s.updated_at,
                   r.min_value AS "min_value?", r.max_value AS "max_value?",
                   r.start_value AS "start_value?", r.status AS "range_status?",
-                  pg_sequence_last_value(r.pg_sequence::regclass) AS last_value
-             FROM seqvend.sequences s
+                  CASE WHEN r.status <> 'exhausted'
+                       THEN pg_sequence_last_value(r.pg_sequence::regclass) END AS last_value
+             FROM (SELECT * FROM seqvend.sequences
+                    WHERE status <> 'retired' AND name > $1 ORDER BY name LIMIT $2) s
              LEFT JOIN seqvend.ranges r ON r.sequence_id = s.id
-            WHERE s.status <> 'retired'
-            ORDER BY s.name, r.id"#
+            ORDER BY s.name, r.id"#,
+        after,
+        limit
     )
     .fetch_all(pool)
     .await
