@@ -1,6 +1,6 @@
 // (b) Ramping arrival in steps, to find the highest rate whose p99 stays under 10 ms. Each
 // request is tagged with the step it was sent in; the runner reads each step's p99.
-import { vend, STRICT } from './lib.js';
+import { vend, noop, STRICT, K6_OPTIONS } from './lib.js';
 
 const STEPS = (__ENV.STEPS || '2000,4000,6000,8000,10000,12000,14000').split(',').map(Number);
 const HOLD = Number(__ENV.HOLD_S || 10);
@@ -17,7 +17,7 @@ STEPS.forEach((rate) => {
   thresholds[`http_req_duration{step:${rate}}`] = ['p(99)<1000000'];
 });
 
-export const options = {
+export const options = Object.assign({}, K6_OPTIONS, {
   scenarios: {
     ramp: {
       executor: 'ramping-arrival-rate',
@@ -30,7 +30,7 @@ export const options = {
   },
   thresholds,
   summaryTrendStats: ['avg', 'med', 'p(99)', 'max'],
-};
+});
 
 const started = Date.now();
 
@@ -43,6 +43,8 @@ function currentStep() {
   return String(STEPS[index]);
 }
 
+// TARGET=noop sends the same load to GET /healthz: the baseline for this machine and k6.
 export default function () {
-  vend('bench', 0, { step: currentStep() });
+  if (__ENV.TARGET === 'noop') noop();
+  else vend('bench', 0, { step: currentStep() });
 }

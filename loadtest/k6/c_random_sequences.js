@@ -1,9 +1,9 @@
 // (c) 10,000 sequences chosen uniformly at random, at a constant arrival rate.
-import { vend, STRICT } from './lib.js';
+import { vend, STRICT, K6_OPTIONS } from './lib.js';
 
 const SEQUENCES = Number(__ENV.SEQUENCES || 10000);
 
-export const options = {
+export const options = Object.assign({}, K6_OPTIONS, {
   scenarios: {
     random: {
       executor: 'constant-arrival-rate',
@@ -16,7 +16,7 @@ export const options = {
   },
   thresholds: Object.assign({ http_req_duration: ['p(99)<10'] }, STRICT),
   summaryTrendStats: ['avg', 'med', 'p(90)', 'p(99)', 'max'],
-};
+});
 
 export default function () {
   const n = Math.floor(Math.random() * SEQUENCES);

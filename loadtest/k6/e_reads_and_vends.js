@@ -1,7 +1,7 @@
 // (e) Reads (GET /sequences/{name}) mixed with vends: one read for every four vends.
-import { vend, read, STRICT } from './lib.js';
+import { vend, read, STRICT, K6_OPTIONS } from './lib.js';
 
-export const options = {
+export const options = Object.assign({}, K6_OPTIONS, {
   scenarios: {
     mixed: {
       executor: 'constant-arrival-rate',
@@ -14,7 +14,7 @@ export const options = {
   },
   thresholds: Object.assign({ http_req_duration: ['p(99)<25'] }, STRICT),
   summaryTrendStats: ['avg', 'med', 'p(90)', 'p(99)', 'max'],
-};
+});
 
 export default function () {
   if (Math.random() < 0.2) {

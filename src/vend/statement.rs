@@ -37,15 +37,7 @@ pub async fn vend(
     let counts: Vec<i32> = asks.iter().map(|a| a.count as i32).collect();
     let client = pool.get().await.context("getting a vend connection")?;
     let started = Instant::now();
-    let rows = match run(&client, &names, &counts).await {
-        Ok(rows) => rows,
-        Err(err) => {
-            // A statement that failed half-way may still hold a range's session lock (see
-            // seqvend.take): close the session rather than hand it to the next caller.
-            drop(Object::take(client));
-            return Err(err);
-        }
-    };
+    let rows = run(&client, &names, &counts).await?;
     metrics
         .vend_statement_seconds
         .observe(started.elapsed().as_secs_f64());

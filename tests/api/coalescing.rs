@@ -174,7 +174,7 @@ async fn many_clients_over_many_sequences_through_the_coalescer_never_see_a_valu
     assert_eq!(all.len(), 12);
 }
 
-/// Holds a range's session lock from outside, so that the vend statement drawing from it
+/// Holds a range's lock from outside, so that the vend statement drawing from it
 /// waits: the lane stays busy for as long as the test wants.
 async fn block_range(db: &TestDb) -> tokio_postgres::Client {
     let blocker = db.connect().await;
