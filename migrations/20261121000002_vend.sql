@@ -44,10 +44,11 @@ END
 $$;
 
 -- Serves many vend requests in one statement. Request i asks p_counts[i] values of the
--- sequence p_names[i]. Returns one row per request: outcome 'ok' with its values (fewer than
--- asked when the sequence ran out), or 'exhausted', 'retired', 'not_found' with none.
--- Requests to one sequence are served in array order, so the earlier request gets the earlier
--- values.
+-- sequence p_names[i]. Returns one row per sequence named: the requests for it (their indexes,
+-- in the order they were taken), and either outcome 'ok' with every value drawn for them, in
+-- vend order (fewer than they asked for together when the sequence ran out), or outcome
+-- 'retired' or 'not_found' with none. The caller hands the values out in request order, so
+-- the earlier request gets the earlier values.
 --
 -- Values are allocated with setval, which always writes a WAL record and assigns the
 -- transaction an id, so the commit flushes the WAL (synchronous_commit = on) before any value
@@ -57,7 +58,7 @@ $$;
 -- The per-sequence work is written as plain PL/pgSQL expressions, which run without the cost
 -- of a SQL statement: with thousands of distinct sequences per second that cost dominated.
 CREATE FUNCTION seqvend.vend(p_names text[], p_counts integer[])
-    RETURNS TABLE (request integer, outcome text, vals bigint[])
+    RETURNS TABLE (requests integer[], outcome text, vals bigint[])
     LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
@@ -71,8 +72,6 @@ DECLARE
     taking      bigint;
     final_value bigint;
     ok          boolean;
-    pos         integer;
-    n           integer;
 BEGIN
     -- 1. Take every named sequence's lock, shared: vends do not block each other, but a
     --    retirement or a new range waits for the vends in flight, and they for it.
@@ -85,12 +84,11 @@ BEGIN
     --    session waited for a lock. Sequences are visited in name order, so concurrent
     --    statements take row locks (on rollover) in one order and cannot deadlock.
     FOR cur IN
-        SELECT g.name, g.requests, g.counts, g.total,
+        SELECT g.name, g.requests, g.total,
                s.id AS sequence_id, s.status, s.increment,
                r.id AS range_id, r.pg_sequence, r.start_value, r.min_value, r.max_value
           FROM (SELECT u.name,
                        array_agg(u.ord::integer ORDER BY u.ord) AS requests,
-                       array_agg(u.cnt ORDER BY u.ord) AS counts,
                        sum(u.cnt) AS total
                   FROM unnest(p_names, p_counts) WITH ORDINALITY AS u(name, cnt, ord)
                  GROUP BY u.name) AS g
@@ -98,11 +96,11 @@ BEGIN
           LEFT JOIN seqvend.ranges r ON r.sequence_id = s.id AND r.status = 'active'
          ORDER BY g.name COLLATE "C"
     LOOP
+        requests := cur.requests;
         IF cur.sequence_id IS NULL OR cur.status = 'retired' THEN
-            RETURN QUERY
-                SELECT r, CASE WHEN cur.sequence_id IS NULL THEN 'not_found' ELSE 'retired' END,
-                       NULL::bigint[]
-                  FROM unnest(cur.requests) AS r;
+            outcome := CASE WHEN cur.sequence_id IS NULL THEN 'not_found' ELSE 'retired' END;
+            vals := NULL;
+            RETURN NEXT;
             CONTINUE;
         END IF;
 
@@ -151,21 +149,9 @@ BEGIN
             END IF;
         END LOOP;
 
-        -- 5. Hand the values out in the order the requests were taken.
-        pos := 1;
-        FOR i IN 1 .. cardinality(cur.requests) LOOP
-            n := least(cur.counts[i], cardinality(drawn) - pos + 1);
-            request := cur.requests[i];
-            IF n > 0 THEN
-                outcome := 'ok';
-                vals := drawn[pos : pos + n - 1];
-                pos := pos + n;
-            ELSE
-                outcome := 'exhausted';
-                vals := NULL;
-            END IF;
-            RETURN NEXT;
-        END LOOP;
+        outcome := 'ok';
+        vals := drawn;
+        RETURN NEXT;
     END LOOP;
 END
 $$;

@@ -45,8 +45,8 @@ export function read(name) {
 }
 
 // The same request load on the no-op route: the baseline measured beside each script.
-export function noop() {
-  const res = http.get(`${BASE}/healthz`);
+export function noop(tags) {
+  const res = http.get(`${BASE}/healthz`, { tags });
   check(res, { 'healthz is 200': (r) => r.status === 200 });
   return res;
 }

@@ -8,7 +8,7 @@ use deadpool_postgres::{Object, Pool};
 use crate::domain::SequenceName;
 use crate::metrics::Metrics;
 
-const VEND_SQL: &str = "SELECT request, outcome, vals FROM seqvend.vend($1::text[], $2::int4[])";
+const VEND_SQL: &str = "SELECT requests, outcome, vals FROM seqvend.vend($1::text[], $2::int4[])";
 
 /// What one request got.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,26 +45,50 @@ pub async fn vend(
 
     let mut outcomes = vec![Outcome::NotFound; asks.len()];
     for row in rows {
-        let index = usize::try_from(row.get::<_, i32>(0) - 1).context("request index")?;
-        let outcome = match row.get::<_, &str>(1) {
+        let requests: Vec<i32> = row.get(0);
+        let indexes = requests
+            .iter()
+            .map(|r| usize::try_from(r - 1).ok().filter(|&i| i < asks.len()))
+            .collect::<Option<Vec<usize>>>()
+            .context("request index out of bounds")?;
+        let handed_out = match row.get::<_, &str>(1) {
             "ok" => {
                 let values: Vec<i64> = row.get(2);
+                let name = asks[indexes[0]].name.as_str();
                 metrics
                     .values_vended
-                    .with_label_values(&[names[index]])
+                    .with_label_values(&[name])
                     .inc_by(values.len() as u64);
-                Outcome::Values(values)
+                let counts: Vec<u32> = indexes.iter().map(|&i| asks[i].count).collect();
+                hand_out(values, &counts)
             }
-            "exhausted" => Outcome::Exhausted,
-            "retired" => Outcome::Retired,
-            "not_found" => Outcome::NotFound,
+            "retired" => vec![Outcome::Retired; indexes.len()],
+            "not_found" => vec![Outcome::NotFound; indexes.len()],
             other => anyhow::bail!("unexpected vend outcome {other:?}"),
         };
-        *outcomes
-            .get_mut(index)
-            .context("request index out of bounds")? = outcome;
+        for (index, outcome) in indexes.into_iter().zip(handed_out) {
+            outcomes[index] = outcome;
+        }
     }
     Ok(outcomes)
+}
+
+/// Splits the values drawn for one sequence among its requests, in the order they were
+/// taken: each gets what it asked for while values last, then what is left, then nothing.
+fn hand_out(values: Vec<i64>, counts: &[u32]) -> Vec<Outcome> {
+    let mut rest = values.as_slice();
+    counts
+        .iter()
+        .map(|&count| {
+            let (mine, others) = rest.split_at(rest.len().min(count as usize));
+            rest = others;
+            if mine.is_empty() {
+                Outcome::Exhausted
+            } else {
+                Outcome::Values(mine.to_vec())
+            }
+        })
+        .collect()
 }
 
 async fn run(
@@ -80,4 +104,28 @@ async fn run(
         .query(&statement, &[&names, &counts])
         .await
         .context("running the vend statement")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_go_to_requests_in_the_order_they_were_taken() {
+        let handed = hand_out(vec![1, 2, 3, 4, 5, 6], &[1, 3, 2]);
+        let expected = [vec![1], vec![2, 3, 4], vec![5, 6]].map(Outcome::Values);
+        assert_eq!(handed, expected);
+    }
+
+    #[test]
+    fn when_values_run_out_a_request_gets_what_is_left_and_later_ones_nothing() {
+        let handed = hand_out(vec![7, 8, 9], &[2, 5, 1]);
+        let expected = vec![
+            Outcome::Values(vec![7, 8]),
+            Outcome::Values(vec![9]),
+            Outcome::Exhausted,
+        ];
+        assert_eq!(handed, expected);
+        assert_eq!(hand_out(vec![], &[1, 1]), vec![Outcome::Exhausted; 2]);
+    }
 }
