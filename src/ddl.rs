@@ -53,6 +53,34 @@ pub async fn create_range_sequence(
 mod tests {
     use super::*;
 
+    /// Reads a quoted identifier back the way PostgreSQL's lexer does.
+    fn unquote(quoted: &str) -> Option<String> {
+        let inner = quoted.strip_prefix('"')?.strip_suffix('"')?;
+        let mut out = String::new();
+        let mut chars = inner.chars().peekable();
+        while let Some(c) = chars.next() {
+            if c == '"' {
+                // Inside the quotes a double quote only appears doubled.
+                if chars.next() != Some('"') {
+                    return None;
+                }
+            }
+            out.push(c);
+        }
+        Some(out)
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4000))]
+
+        /// Whatever the identifier, quoting yields one token that reads back as exactly it:
+        /// nothing can end the identifier early and splice SQL after it.
+        #[test]
+        fn quoting_round_trips_every_identifier(ident in "(?s).{0,80}|[\"a-z; ]{0,40}") {
+            proptest::prop_assert_eq!(unquote(&quote_ident(&ident)), Some(ident));
+        }
+    }
+
     #[test]
     fn identifiers_are_always_quoted() {
         assert_eq!(quote_ident("r1"), "\"r1\"");

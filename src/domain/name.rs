@@ -84,6 +84,25 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4000))]
+
+        /// Any string at all: accepted exactly when it follows the rule, and then kept as is.
+        #[test]
+        fn parse_accepts_exactly_the_documented_names(raw in "(?s).{0,70}|[A-Za-z0-9._\\-\"'; ]{0,70}") {
+            let follows_rule = (1..=63).contains(&raw.len())
+                && raw.bytes().next().is_some_and(|b| b.is_ascii_alphanumeric())
+                && raw.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+            match SequenceName::parse(&raw) {
+                Ok(name) => {
+                    proptest::prop_assert!(follows_rule);
+                    proptest::prop_assert_eq!(name.as_str(), raw.as_str());
+                }
+                Err(_) => proptest::prop_assert!(!follows_rule),
+            }
+        }
+    }
+
     #[test]
     fn a_long_multibyte_name_is_rejected_not_truncated() {
         // 32 two-byte characters: 32 characters but 64 bytes.

@@ -1,0 +1,431 @@
+//! The fault-injection harness: real PostgreSQL clusters and real `seqvend serve` processes,
+//! clients that record every value they were given, and the checks every scenario ends with.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rand::Rng;
+use reqwest::StatusCode;
+use seqvend::local_pg::{self, LocalCluster, Shutdown};
+use serde_json::{json, Value};
+use tokio::task::JoinSet;
+
+pub const ADMIN: &str = "faults-admin";
+pub const VEND: &str = "faults-vend";
+const BINARY: &str = env!("CARGO_BIN_EXE_seqvend");
+
+/// Scenarios run one at a time: each loads both cores, and several at once would turn
+/// timing checks (503 within a second, recovery within 5 s) into noise.
+pub async fn one_at_a_time() -> tokio::sync::MutexGuard<'static, ()> {
+    static LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    LOCK.lock().await
+}
+
+pub fn scratch_dir(label: &str) -> PathBuf {
+    let root = std::env::temp_dir().join("seqvend-faults");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::set_permissions(&root, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    root.join(format!(
+        "{}-{label}-{}",
+        std::process::id(),
+        uuid::Uuid::new_v4().simple()
+    ))
+}
+
+/// A PostgreSQL cluster of the scenario's own.
+pub struct Pg {
+    pub cluster: Arc<LocalCluster>,
+    pub url: String,
+}
+
+impl Pg {
+    pub async fn start(label: &str, settings: &[&str]) -> Self {
+        let dir = scratch_dir(label);
+        let settings: Vec<String> = settings.iter().map(|s| s.to_string()).collect();
+        let cluster = tokio::task::spawn_blocking(move || {
+            let settings: Vec<&str> = settings.iter().map(String::as_str).collect();
+            let cluster = LocalCluster::open(&dir, &settings).expect("cluster prepared");
+            cluster.start().expect("cluster started");
+            cluster
+        })
+        .await
+        .unwrap();
+        local_pg::ensure_database(&cluster, "seqvend")
+            .await
+            .unwrap();
+        let url = cluster.url("seqvend");
+        Self {
+            cluster: Arc::new(cluster),
+            url,
+        }
+    }
+
+    pub async fn stop(&self, mode: Shutdown) {
+        let cluster = self.cluster.clone();
+        tokio::task::spawn_blocking(move || cluster.stop(mode))
+            .await
+            .unwrap()
+            .unwrap();
+    }
+
+    pub async fn start_again(&self) {
+        let cluster = self.cluster.clone();
+        tokio::task::spawn_blocking(move || cluster.start())
+            .await
+            .unwrap()
+            .unwrap();
+    }
+
+    pub async fn connect(&self) -> tokio_postgres::Client {
+        let (client, connection) = tokio_postgres::connect(&self.url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(connection);
+        client
+    }
+}
+
+/// One `seqvend serve` process.
+pub struct Seqvend {
+    child: Child,
+    pub port: u16,
+    database_url: String,
+    env: Vec<(String, String)>,
+}
+
+impl Seqvend {
+    pub async fn start(database_url: &str, env: &[(&str, &str)]) -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let env: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let mut seqvend = Self {
+            child: spawn(database_url, port, &env),
+            port,
+            database_url: database_url.into(),
+            env,
+        };
+        seqvend.wait_ready().await;
+        seqvend
+    }
+
+    pub fn address(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    async fn wait_ready(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let http = reqwest::Client::new();
+        loop {
+            assert!(
+                self.child.try_wait().unwrap().is_none(),
+                "seqvend exited during startup"
+            );
+            if let Ok(r) = http.get(format!("{}/readyz", self.address())).send().await {
+                if r.status() == StatusCode::OK {
+                    return;
+                }
+            }
+            assert!(Instant::now() < deadline, "seqvend did not become ready");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// SIGKILL, then a new process on the same port; returns how long until it was ready.
+    pub async fn kill_and_restart(&mut self) -> Duration {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+        let started = Instant::now();
+        self.child = spawn(&self.database_url, self.port, &self.env);
+        self.wait_ready().await;
+        started.elapsed()
+    }
+
+    /// Resident memory in kB.
+    pub fn rss_kb(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        status
+            .lines()
+            .find(|l| l.starts_with("VmRSS:"))
+            .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+            .unwrap()
+    }
+}
+
+impl Drop for Seqvend {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn spawn(database_url: &str, port: u16, env: &[(String, String)]) -> Child {
+    let log = std::env::var_os("TEST_LOG").is_some();
+    Command::new(BINARY)
+        .arg("serve")
+        .env("DATABASE_URL", database_url)
+        .env("SEQVEND_LISTEN", format!("127.0.0.1:{port}"))
+        .env("SEQVEND_ADMIN_TOKENS", ADMIN)
+        .env("SEQVEND_VEND_TOKENS", VEND)
+        .env("SEQVEND_WORKERS", "1")
+        .env("RUST_LOG", if log { "info" } else { "error" })
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdout(Stdio::null())
+        .stderr(if log { Stdio::inherit() } else { Stdio::null() })
+        .spawn()
+        .expect("seqvend starts")
+}
+
+/// Admin calls.
+pub async fn admin(
+    address: &str,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<Value>,
+) -> (StatusCode, Value) {
+    let mut request = reqwest::Client::new()
+        .request(method, format!("{address}{path}"))
+        .bearer_auth(ADMIN);
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+pub async fn create(address: &str, name: &str, ranges: &[(i64, i64)]) {
+    let (first, rest) = ranges.split_first().unwrap();
+    let (status, body) = admin(
+        address,
+        reqwest::Method::POST,
+        "/sequences",
+        Some(json!({"name": name, "min": first.0, "max": first.1})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    for (min, max) in rest {
+        let path = format!("/sequences/{name}/ranges");
+        let (status, body) = admin(
+            address,
+            reqwest::Method::POST,
+            &path,
+            Some(json!({"min": min, "max": max})),
+        )
+        .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+    }
+}
+
+/// What the clients saw.
+#[derive(Default)]
+pub struct Record {
+    pub values: Mutex<Vec<i64>>,
+    pub ok: AtomicU64,
+    pub unavailable: AtomicU64,
+    pub cancelled: AtomicU64,
+    pub other: Mutex<Vec<String>>,
+    pub exhausted: AtomicBool,
+    /// Longest a request that got an answer waited for it, in microseconds.
+    pub slowest_answer_us: AtomicU64,
+}
+
+/// How clients behave.
+#[derive(Clone, Copy)]
+pub struct Load {
+    pub clients: usize,
+    /// Largest batch; 1 means single vends only.
+    pub max_batch: u32,
+    /// One client in `impatient_every` gives up after 1–5 ms (cancelling mid-request).
+    pub impatient_every: usize,
+}
+
+/// Clients vending from `name` through `addresses` until `stop` is set or the sequence is
+/// exhausted. Every value a client is given is recorded.
+pub fn start_clients(
+    addresses: Vec<String>,
+    name: &str,
+    load: Load,
+    stop: Arc<AtomicBool>,
+) -> (Arc<Record>, JoinSet<()>) {
+    let record = Arc::new(Record::default());
+    let mut tasks = JoinSet::new();
+    for client in 0..load.clients {
+        let (record, stop, name) = (record.clone(), stop.clone(), name.to_owned());
+        let address = addresses[client % addresses.len()].clone();
+        let impatient = load.impatient_every > 0 && client % load.impatient_every == 0;
+        tasks.spawn(async move {
+            let http = reqwest::Client::builder()
+                .pool_max_idle_per_host(4)
+                .build()
+                .unwrap();
+            while !stop.load(Ordering::Relaxed) && !record.exhausted.load(Ordering::Relaxed) {
+                let (count, patience) = {
+                    let mut rng = rand::thread_rng();
+                    let count = if load.max_batch > 1 && rng.gen_bool(0.5) {
+                        rng.gen_range(2..=load.max_batch)
+                    } else {
+                        1
+                    };
+                    let patience = if impatient {
+                        Duration::from_millis(rng.gen_range(1..=5))
+                    } else {
+                        Duration::from_secs(10)
+                    };
+                    (count, patience)
+                };
+                let url = if count == 1 {
+                    format!("{address}/sequences/{name}/next")
+                } else {
+                    format!("{address}/sequences/{name}/next?count={count}")
+                };
+                let sent = Instant::now();
+                let response = match http
+                    .post(&url)
+                    .bearer_auth(VEND)
+                    .timeout(patience)
+                    .send()
+                    .await
+                {
+                    Ok(response) => response,
+                    Err(err) if err.is_timeout() => {
+                        record.cancelled.fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    }
+                    // seqvend itself is down (killed) or restarting: try again.
+                    Err(_) => {
+                        record.unavailable.fetch_add(1, Ordering::Relaxed);
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                        continue;
+                    }
+                };
+                let status = response.status();
+                let body: Value = match response.json().await {
+                    Ok(body) => body,
+                    Err(_) => {
+                        record.cancelled.fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    }
+                };
+                record
+                    .slowest_answer_us
+                    .fetch_max(sent.elapsed().as_micros() as u64, Ordering::Relaxed);
+                match status {
+                    StatusCode::OK => {
+                        let values: Vec<i64> = match body.get("value") {
+                            Some(v) => vec![v.as_i64().unwrap()],
+                            None => body["values"]
+                                .as_array()
+                                .unwrap()
+                                .iter()
+                                .map(|v| v.as_i64().unwrap())
+                                .collect(),
+                        };
+                        record.values.lock().unwrap().extend(values);
+                        record.ok.fetch_add(1, Ordering::Relaxed);
+                    }
+                    StatusCode::SERVICE_UNAVAILABLE => {
+                        assert_eq!(body["error"], "unavailable");
+                        record.unavailable.fetch_add(1, Ordering::Relaxed);
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                    }
+                    StatusCode::CONFLICT if body["error"] == "sequence_exhausted" => {
+                        record.exhausted.store(true, Ordering::Relaxed);
+                    }
+                    other => record
+                        .other
+                        .lock()
+                        .unwrap()
+                        .push(format!("{other}: {body}")),
+                }
+            }
+        });
+    }
+    (record, tasks)
+}
+
+/// Waits until the clients have received at least `more` further values.
+pub async fn until_more_values(record: &Record, more: usize) {
+    let target = record.values.lock().unwrap().len() + more;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while record.values.lock().unwrap().len() < target && !record.exhausted.load(Ordering::Relaxed)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the clients stopped getting values"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// The figures of one scenario, checked and reported.
+pub struct Outcome {
+    pub vended: usize,
+    pub duplicates: usize,
+    pub out_of_range: usize,
+    /// Values drawn from the ranges that no client received (given up on, or in flight at a crash).
+    pub gaps: u128,
+}
+
+/// Checks the scenario's values: none twice, none outside `ranges`; counts the gaps from what
+/// the sequence reports as remaining.
+pub async fn check(address: &str, name: &str, ranges: &[(i64, i64)], record: &Record) -> Outcome {
+    let values = record.values.lock().unwrap().clone();
+    let unique: HashSet<i64> = values.iter().copied().collect();
+    let out_of_range = values
+        .iter()
+        .filter(|v| !ranges.iter().any(|(lo, hi)| (lo..=hi).contains(v)))
+        .count();
+    let (status, body) = admin(
+        address,
+        reqwest::Method::GET,
+        &format!("/sequences/{name}"),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let remaining: u128 = body["remaining"].as_u64().unwrap().into();
+    let capacity: u128 = ranges.iter().map(|(lo, hi)| (hi - lo + 1) as u128).sum();
+    let consumed = capacity - remaining;
+    let outcome = Outcome {
+        vended: values.len(),
+        duplicates: values.len() - unique.len(),
+        out_of_range,
+        gaps: consumed - unique.len() as u128,
+    };
+    let unexpected = record.other.lock().unwrap().clone();
+    assert!(unexpected.is_empty(), "unexpected answers: {unexpected:?}");
+    assert_eq!(outcome.duplicates, 0, "values vended twice");
+    assert_eq!(outcome.out_of_range, 0, "values outside their ranges");
+    outcome
+}
+
+/// Appends a scenario's figures to the reliability report (when the run writes one).
+pub fn report(scenario: &str, faults: &str, outcome: &Outcome, record: &Record, notes: &str) {
+    let Some(dir) = std::env::var_os("SEQVEND_RELIABILITY_DIR") else {
+        return;
+    };
+    let row = json!({
+        "scenario": scenario,
+        "faults": faults,
+        "vended": outcome.vended,
+        "duplicates": outcome.duplicates,
+        "out_of_range": outcome.out_of_range,
+        "gaps": outcome.gaps.to_string(),
+        "requests_ok": record.ok.load(Ordering::Relaxed),
+        "requests_unavailable": record.unavailable.load(Ordering::Relaxed),
+        "requests_cancelled": record.cancelled.load(Ordering::Relaxed),
+        "notes": notes,
+    });
+    let path = PathBuf::from(dir).join(format!("{scenario}.json"));
+    std::fs::write(path, serde_json::to_string_pretty(&row).unwrap()).unwrap();
+}

@@ -1,0 +1,221 @@
+//! The scenarios. Each runs under load from clients of which some give up after 1–5 ms
+//! (cancelling requests mid-flight), with single and batch vends.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use reqwest::{Method, StatusCode};
+use seqvend::local_pg::Shutdown;
+
+use crate::harness::*;
+
+const LOAD: Load = Load {
+    clients: 24,
+    max_batch: 40,
+    impatient_every: 4,
+};
+
+#[tokio::test(flavor = "multi_thread")]
+async fn seqvend_killed_under_load_five_times_never_vends_a_value_twice() {
+    let _turn = one_at_a_time().await;
+    let pg = Pg::start("kill", &[]).await;
+    let mut seqvend = Seqvend::start(&pg.url, &[]).await;
+    let ranges = [(1, 400_000), (1_000_001, 1_400_000)];
+    create(&seqvend.address(), "parcel", &ranges).await;
+    let stop = Arc::new(AtomicBool::new(false));
+    let (record, mut clients) =
+        start_clients(vec![seqvend.address()], "parcel", LOAD, stop.clone());
+    let mut restarts = Vec::new();
+    for _ in 0..5 {
+        until_more_values(&record, 2_000).await;
+        restarts.push(seqvend.kill_and_restart().await);
+    }
+    until_more_values(&record, 2_000).await;
+    stop.store(true, Ordering::Relaxed);
+    while clients.join_next().await.is_some() {}
+    let outcome = check(&seqvend.address(), "parcel", &ranges, &record).await;
+    let slowest = restarts.iter().max().unwrap();
+    report(
+        "1-seqvend-killed",
+        "5 × SIGKILL of seqvend under load, restarted",
+        &outcome,
+        &record,
+        &format!("restart to ready: slowest {slowest:?}"),
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn postgresql_crashed_under_load_five_times_never_vends_a_value_twice() {
+    let _turn = one_at_a_time().await;
+    let pg = Pg::start("crash", &[]).await;
+    let seqvend = Seqvend::start(&pg.url, &[("SEQVEND_STATEMENT_TIMEOUT_MS", "200")]).await;
+    // Small ranges: batches run into MAXVALUE and roll over around the crashes.
+    let ranges: Vec<(i64, i64)> = (0..40)
+        .map(|i| (i * 10_000 + 1, i * 10_000 + 1_500))
+        .collect();
+    create(&seqvend.address(), "parcel", &ranges).await;
+    let stop = Arc::new(AtomicBool::new(false));
+    let (record, mut clients) =
+        start_clients(vec![seqvend.address()], "parcel", LOAD, stop.clone());
+    let mut recoveries = Vec::new();
+    for round in 0..5 {
+        until_more_values(&record, 1_000).await;
+        if round % 2 == 0 {
+            // Statement timeouts: a session holds the active range's lock for 300 ms, longer
+            // than seqvend's 200 ms statement timeout, so the vends waiting on it are cancelled.
+            let blocker = pg.connect().await;
+            blocker
+                .batch_execute(
+                    "SELECT pg_advisory_lock(1398166087, (SELECT id FROM seqvend.ranges WHERE status = 'active')); \
+                     SELECT pg_sleep(0.3); SELECT pg_advisory_unlock_all()",
+                )
+                .await
+                .unwrap();
+        }
+        pg.stop(Shutdown::Immediate).await;
+        pg.start_again().await;
+        let back = Instant::now();
+        until_more_values(&record, 1).await;
+        recoveries.push(back.elapsed());
+    }
+    until_more_values(&record, 1_000).await;
+    stop.store(true, Ordering::Relaxed);
+    while clients.join_next().await.is_some() {}
+    let outcome = check(&seqvend.address(), "parcel", &ranges, &record).await;
+    let slowest = recoveries.iter().max().unwrap();
+    report(
+        "2-postgresql-crashed",
+        "5 × immediate shutdown of PostgreSQL under load, restarted; 3 × 300 ms range lock against a 200 ms statement timeout",
+        &outcome,
+        &record,
+        &format!("PostgreSQL back to first value vended: slowest {slowest:?}"),
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_postgresql_stopped_for_ten_seconds_every_request_is_a_prompt_503_and_seqvend_recovers(
+) {
+    let _turn = one_at_a_time().await;
+    let pg = Pg::start("outage", &[]).await;
+    let seqvend = Seqvend::start(&pg.url, &[]).await;
+    let ranges = [(1, 1_000_000)];
+    create(&seqvend.address(), "parcel", &ranges).await;
+    let stop = Arc::new(AtomicBool::new(false));
+    let load = Load {
+        impatient_every: 0,
+        ..LOAD
+    };
+    let (record, mut clients) =
+        start_clients(vec![seqvend.address()], "parcel", load, stop.clone());
+    until_more_values(&record, 2_000).await;
+    let rss_before = seqvend.rss_kb();
+
+    pg.stop(Shutdown::Fast).await;
+    let down = Instant::now();
+    record.slowest_answer_us.store(0, Ordering::Relaxed);
+    let http = reqwest::Client::new();
+    let mut not_ready = 0;
+    while down.elapsed() < Duration::from_secs(10) {
+        let readyz = http
+            .get(format!("{}/readyz", seqvend.address()))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(readyz.status(), StatusCode::SERVICE_UNAVAILABLE);
+        not_ready += 1;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let slowest_during_outage =
+        Duration::from_micros(record.slowest_answer_us.load(Ordering::Relaxed));
+    assert!(
+        slowest_during_outage < Duration::from_millis(1500),
+        "an answer took {slowest_during_outage:?}"
+    );
+    let rss_during = seqvend.rss_kb();
+
+    pg.start_again().await;
+    let back = Instant::now();
+    let values_at_return = record.values.lock().unwrap().len();
+    until_more_values(&record, 1).await;
+    let recovery = back.elapsed();
+    assert!(
+        recovery < Duration::from_secs(5),
+        "recovered after {recovery:?}"
+    );
+    assert!(values_at_return > 0);
+    until_more_values(&record, 1_000).await;
+    stop.store(true, Ordering::Relaxed);
+    while clients.join_next().await.is_some() {}
+
+    // No pile-up: memory stayed flat, and seqvend holds no more connections than its pools.
+    assert!(
+        rss_during < rss_before + 50 * 1024,
+        "RSS grew from {rss_before} kB to {rss_during} kB"
+    );
+    let connections: i64 = pg
+        .connect()
+        .await
+        .query_one(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'seqvend'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(connections <= 2 + 4, "{connections} connections");
+    let outcome = check(&seqvend.address(), "parcel", &ranges, &record).await;
+    report(
+        "5-outage",
+        "PostgreSQL stopped for 10 s under load",
+        &outcome,
+        &record,
+        &format!(
+            "slowest answer during the outage {slowest_during_outage:?}; /readyz answered 503 all {not_ready} times; \
+             recovered {recovery:?} after PostgreSQL returned; RSS {rss_before} kB before, {rss_during} kB during; \
+             {connections} connections after"
+        ),
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn three_instances_on_one_database_roll_over_and_run_out_without_a_value_twice() {
+    let _turn = one_at_a_time().await;
+    let pg = Pg::start("three", &[]).await;
+    let instances = [
+        Seqvend::start(&pg.url, &[]).await,
+        Seqvend::start(&pg.url, &[]).await,
+        Seqvend::start(&pg.url, &[]).await,
+    ];
+    let ranges = [(1, 20_000), (50_001, 70_000), (90_001, 100_000)];
+    create(&instances[0].address(), "parcel", &ranges).await;
+    let addresses: Vec<String> = instances.iter().map(Seqvend::address).collect();
+    let stop = Arc::new(AtomicBool::new(false));
+    let (record, mut clients) = start_clients(
+        addresses,
+        "parcel",
+        Load {
+            clients: 30,
+            ..LOAD
+        },
+        stop,
+    );
+    while clients.join_next().await.is_some() {}
+    assert!(record.exhausted.load(Ordering::Relaxed));
+    let outcome = check(&instances[1].address(), "parcel", &ranges, &record).await;
+    let (_, body) = admin(
+        &instances[2].address(),
+        Method::GET,
+        "/sequences/parcel",
+        None,
+    )
+    .await;
+    assert_eq!(body["status"], "exhausted");
+    report(
+        "6-three-instances",
+        "3 seqvend instances on one database, 2 rollovers and exhaustion during the run",
+        &outcome,
+        &record,
+        "ran until the sequence was exhausted",
+    );
+}
