@@ -9,6 +9,7 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime, 
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::PgPool;
 
+use crate::primary;
 use crate::settings::DatabaseSettings;
 
 /// Session settings for every seqvend connection. `synchronous_commit = on` is what makes a
@@ -22,25 +23,37 @@ fn session_options(settings: &DatabaseSettings) -> String {
     )
 }
 
+/// The registry pool. With several hosts in the URL it connects to the primary and follows
+/// it through failovers (see `primary`).
 pub fn registry_pool(url: &str, settings: &DatabaseSettings) -> anyhow::Result<PgPool> {
-    let options = PgConnectOptions::from_str(url)
-        .context("DATABASE_URL is not a valid PostgreSQL URL")?
-        .application_name("seqvend")
-        .options([("synchronous_commit", "on"), ("search_path", "seqvend")])
-        .options([(
-            "statement_timeout",
-            &settings.statement_timeout.as_millis().to_string(),
-        )]);
-    Ok(PgPoolOptions::new()
+    let config = parse_url(url)?;
+    let statement_timeout = settings.statement_timeout.as_millis().to_string();
+    let finish = move |options: PgConnectOptions| {
+        options.application_name("seqvend").options([
+            ("synchronous_commit", "on"),
+            ("search_path", "seqvend"),
+            ("statement_timeout", statement_timeout.as_str()),
+        ])
+    };
+    let hosts = primary::hosts(&config);
+    let (host, port) = hosts.first().context("DATABASE_URL names no host")?;
+    let pool = PgPoolOptions::new()
         .max_connections(settings.admin_pool_size)
         .min_connections(0)
         .acquire_timeout(settings.connect_timeout)
-        .connect_lazy_with(options))
+        .connect_lazy_with(finish(primary::sqlx_options(&config, host, *port)));
+    if hosts.len() > 1 {
+        primary::follow(pool.clone(), config, finish);
+    }
+    Ok(pool)
+}
+
+fn parse_url(url: &str) -> anyhow::Result<tokio_postgres::Config> {
+    tokio_postgres::Config::from_str(url).context("DATABASE_URL is not a valid PostgreSQL URL")
 }
 
 pub fn vend_pool(url: &str, settings: &DatabaseSettings) -> anyhow::Result<Pool> {
-    let mut config = tokio_postgres::Config::from_str(url)
-        .context("DATABASE_URL is not a valid PostgreSQL URL")?;
+    let mut config = parse_url(url)?;
     config
         .application_name("seqvend")
         .options(session_options(settings))

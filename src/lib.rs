@@ -10,6 +10,7 @@ pub mod handlers;
 pub mod local_pg;
 pub mod metrics;
 pub mod migrate;
+pub mod primary;
 pub mod ranges;
 pub mod request_log;
 pub mod settings;

@@ -8,6 +8,7 @@
 #![allow(unsafe_code)]
 
 use std::fs;
+use std::io::Write;
 use std::os::unix::fs::{chown, PermissionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -98,6 +99,10 @@ impl LocalCluster {
         self.port
     }
 
+    pub fn password(&self) -> &str {
+        &self.password
+    }
+
     pub fn dir(&self) -> &Path {
         &self.dir
     }
@@ -108,6 +113,49 @@ impl LocalCluster {
             "postgres://{USER}:{}@127.0.0.1:{}/{database}",
             self.password, self.port
         )
+    }
+
+    /// Makes a streaming standby of this running cluster in `dir`, known to it as `name`
+    /// (for `synchronous_standby_names`). The standby is returned stopped.
+    pub fn create_standby(&self, dir: &Path, name: &str) -> anyhow::Result<Self> {
+        fs::create_dir_all(dir)?;
+        let dir = dir.canonicalize()?;
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o700))?;
+        if let Some((uid, gid)) = self.owner {
+            chown(&dir, Some(uid), Some(gid))?;
+        }
+        let status = as_owner(Command::new(self.bin_dir.join("pg_basebackup")), self.owner)
+            .args([
+                "-D",
+                "pgdata",
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &self.port.to_string(),
+                "-U",
+                USER,
+            ])
+            .args(["-X", "stream", "--checkpoint=fast"])
+            .env("PGPASSWORD", &self.password)
+            .current_dir(&dir)
+            .status()
+            .context("running pg_basebackup")?;
+        if !status.success() {
+            bail!("pg_basebackup failed ({status})");
+        }
+        write_private(&dir.join("password"), &self.password, self.owner)?;
+        write_private(&dir.join("port"), &free_port()?.to_string(), self.owner)?;
+        write_private(&dir.join("pgdata/standby.signal"), "", self.owner)?;
+        let conninfo = format!(
+            "\nprimary_conninfo = 'host=127.0.0.1 port={} user={USER} password={} application_name={name}'\n",
+            self.port, self.password
+        );
+        fs::OpenOptions::new()
+            .append(true)
+            .open(dir.join("pgdata/postgresql.auto.conf"))?
+            .write_all(conninfo.as_bytes())?;
+        let settings: Vec<&str> = self.settings.iter().map(String::as_str).collect();
+        Self::open(&dir, &settings)
     }
 
     /// Starts the postmaster and waits until it accepts connections.

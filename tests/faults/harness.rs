@@ -64,6 +64,25 @@ impl Pg {
         }
     }
 
+    /// A streaming standby of this cluster, started, known to it as `name`.
+    pub async fn standby(&self, label: &str, name: &str) -> Pg {
+        let (primary, dir, name) = (self.cluster.clone(), scratch_dir(label), name.to_owned());
+        let cluster = tokio::task::spawn_blocking(move || {
+            let standby = primary
+                .create_standby(&dir, &name)
+                .expect("standby created");
+            standby.start().expect("standby started");
+            standby
+        })
+        .await
+        .unwrap();
+        let url = cluster.url("seqvend");
+        Pg {
+            cluster: Arc::new(cluster),
+            url,
+        }
+    }
+
     pub async fn stop(&self, mode: Shutdown) {
         let cluster = self.cluster.clone();
         tokio::task::spawn_blocking(move || cluster.stop(mode))

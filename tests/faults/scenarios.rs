@@ -219,3 +219,75 @@ async fn three_instances_on_one_database_roll_over_and_run_out_without_a_value_t
         "ran until the sequence was exhausted",
     );
 }
+
+/// Runs one statement; `ALTER SYSTEM` refuses to share a transaction with anything.
+async fn run(pg: &Pg, statement: &str) {
+    pg.connect().await.batch_execute(statement).await.unwrap();
+}
+
+async fn wait_for(pg: &Pg, query: &str, what: &str) {
+    let client = pg.connect().await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !client
+        .query_one(query, &[])
+        .await
+        .unwrap()
+        .get::<_, bool>(0)
+    {
+        assert!(Instant::now() < deadline, "gave up waiting: {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn failover_to_a_synchronous_standby_under_load_never_vends_a_value_twice() {
+    let _turn = one_at_a_time().await;
+    let primary = Pg::start("primary", &[]).await;
+    let standby = primary.standby("standby", "standby1").await;
+    run(
+        &primary,
+        "ALTER SYSTEM SET synchronous_standby_names = 'standby1'",
+    )
+    .await;
+    run(&primary, "SELECT pg_reload_conf()").await;
+    let synchronous = "SELECT EXISTS (SELECT 1 FROM pg_stat_replication WHERE application_name = 'standby1' AND sync_state = 'sync')";
+    wait_for(&primary, synchronous, "the standby is synchronous").await;
+
+    // One URL naming both hosts: seqvend connects to whichever accepts writes.
+    let url = format!(
+        "postgres://seqvend:{}@127.0.0.1:{},127.0.0.1:{}/seqvend?target_session_attrs=read-write",
+        primary.cluster.password(),
+        primary.cluster.port(),
+        standby.cluster.port()
+    );
+    let seqvend = Seqvend::start(&url, &[]).await;
+    let ranges = [(1, 400_000), (1_000_001, 1_400_000)];
+    create(&seqvend.address(), "parcel", &ranges).await;
+    let stop = Arc::new(AtomicBool::new(false));
+    let (record, mut clients) =
+        start_clients(vec![seqvend.address()], "parcel", LOAD, stop.clone());
+    until_more_values(&record, 3_000).await;
+
+    primary.stop(Shutdown::Immediate).await;
+    let failed = Instant::now();
+    run(&standby, "SELECT pg_promote(true, 60)").await;
+    // The promoted standby inherits synchronous_standby_names and, with no standby of its
+    // own, would block every commit.
+    run(&standby, "ALTER SYSTEM RESET synchronous_standby_names").await;
+    run(&standby, "SELECT pg_reload_conf()").await;
+    let promoted = failed.elapsed();
+    until_more_values(&record, 1).await;
+    let carried_on = failed.elapsed();
+    until_more_values(&record, 3_000).await;
+    stop.store(true, Ordering::Relaxed);
+    while clients.join_next().await.is_some() {}
+    // Read back through the registry pool, which must have followed the new primary.
+    let outcome = check(&seqvend.address(), "parcel", &ranges, &record).await;
+    report(
+        "3-failover",
+        "primary killed (immediate shutdown) under load; synchronous standby promoted",
+        &outcome,
+        &record,
+        &format!("standby promoted {promoted:?} after the primary died; values flowed again after {carried_on:?}, no restart of seqvend"),
+    );
+}
