@@ -51,3 +51,13 @@ ensure_rust_tools() {
         cargo install sqlx-cli --version 0.8.6 --no-default-features --features postgres,rustls --locked --quiet
     fi
 }
+
+# schemathesis (PyPI), for the fault suite's API fuzzing, in a venv under target/.
+ensure_schemathesis() {
+    local venv=target/schemathesis
+    if [ ! -x "$venv/bin/schemathesis" ]; then
+        log "installing schemathesis into $venv"
+        python3 -m venv "$venv" 2>/dev/null || { apt_install python3-venv; python3 -m venv "$venv"; }
+        "$venv/bin/pip" install --quiet schemathesis
+    fi
+}

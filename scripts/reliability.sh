@@ -3,6 +3,7 @@
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 cd "$(repo_root)"
 ensure_postgres
+ensure_schemathesis
 export SQLX_OFFLINE=true
 out=$(mktemp -d /tmp/seqvend-reliability.XXXXXX)
 trap 'rm -rf "$out"' EXIT

@@ -5,6 +5,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 cd "$(repo_root)"
 
 ensure_postgres
+ensure_schemathesis
 ensure_rust_tools
 export SQLX_OFFLINE=true
 

@@ -25,8 +25,8 @@ pub enum ApiError {
     Forbidden,
     #[error("{0}")]
     NotFound(String),
-    #[error("{0} does not allow this method")]
-    MethodNotAllowed(String),
+    #[error("{what} does not allow this method; it allows {allowed}")]
+    MethodNotAllowed { what: String, allowed: &'static str },
     #[error("the name {0:?} is taken (names are never reused, even after retirement)")]
     NameTaken(String),
     #[error("[{min}, {max}] overlaps a range already allocated in namespace {namespace:?}")]
@@ -47,8 +47,10 @@ pub enum ApiError {
     Internal(#[source] anyhow::Error),
 }
 
-#[derive(Serialize)]
-struct ErrorBody<'a> {
+/// Every error: a stable code and a message a person can act on.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct ErrorBody<'a> {
+    /// Stable error code, e.g. `sequence_exhausted`.
     error: &'a str,
     message: String,
 }
@@ -62,7 +64,7 @@ impl ApiError {
             Self::Unauthorized => "unauthorized",
             Self::Forbidden => "forbidden",
             Self::NotFound(_) => "not_found",
-            Self::MethodNotAllowed(_) => "method_not_allowed",
+            Self::MethodNotAllowed { .. } => "method_not_allowed",
             Self::NameTaken(_) => "name_taken",
             Self::RangeOverlap { .. } => "range_overlap",
             Self::SequenceExhausted(_) => "sequence_exhausted",
@@ -98,7 +100,7 @@ impl ResponseError for ApiError {
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
             Self::Forbidden => StatusCode::FORBIDDEN,
             Self::NotFound(_) => StatusCode::NOT_FOUND,
-            Self::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
+            Self::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             Self::NameTaken(_) | Self::RangeOverlap { .. } | Self::SequenceExhausted(_) => {
                 StatusCode::CONFLICT
             }
@@ -120,6 +122,9 @@ impl ResponseError for ApiError {
             }
             Self::Unavailable(_) => {
                 response.insert_header((header::RETRY_AFTER, RETRY_AFTER_SECONDS));
+            }
+            Self::MethodNotAllowed { allowed, .. } => {
+                response.insert_header((header::ALLOW, *allowed));
             }
             _ => {}
         }

@@ -3,6 +3,7 @@
 
 mod extract;
 mod health;
+mod openapi;
 mod sequences;
 mod vend;
 
@@ -11,40 +12,46 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use crate::error::ApiError;
 
 pub use extract::{json_config, path_config, query_config, JSON_LIMIT};
+pub use openapi::ApiDoc;
 
 /// Routes with a `{name}` segment are matched by regular expression, in the order they are
 /// registered: the vend route comes first, so the hot path costs one match.
 pub fn routes(cfg: &mut web::ServiceConfig) {
-    let resource = |path: &str| web::resource(path).default_service(web::to(method_not_allowed));
-    cfg.service(resource("/sequences/{name}/next").route(web::post().to(vend::next)))
-        .service(resource("/healthz").route(web::get().to(health::healthz)))
-        .service(resource("/readyz").route(web::get().to(health::readyz)))
-        .service(resource("/metrics").route(web::get().to(health::metrics)))
+    cfg.service(resource("/sequences/{name}/next", "POST").route(web::post().to(vend::next)))
+        .service(resource("/healthz", "GET").route(web::get().to(health::healthz)))
+        .service(resource("/readyz", "GET").route(web::get().to(health::readyz)))
+        .service(resource("/metrics", "GET").route(web::get().to(health::metrics)))
+        .service(resource("/openapi.json", "GET").route(web::get().to(openapi::document)))
         .service(
-            resource("/sequences")
+            resource("/sequences", "GET, POST")
                 .route(web::get().to(sequences::list))
                 .route(web::post().to(sequences::create)),
         )
         .service(
-            resource("/sequences/{name}")
+            resource("/sequences/{name}", "GET, DELETE")
                 .route(web::get().to(sequences::get))
                 .route(web::delete().to(sequences::retire)),
         )
-        .service(resource("/sequences/{name}/ranges").route(web::post().to(sequences::add_range)));
+        .service(
+            resource("/sequences/{name}/ranges", "POST")
+                .route(web::post().to(sequences::add_range)),
+        );
+}
+
+/// A resource answering other methods with 405 and the `Allow` header.
+fn resource(path: &str, allowed: &'static str) -> actix_web::Resource {
+    web::resource(path).default_service(web::to(move |req: HttpRequest| async move {
+        Err::<HttpResponse, _>(ApiError::MethodNotAllowed {
+            what: format!("{} {}", req.method(), req.path()),
+            allowed,
+        })
+    }))
 }
 
 /// Answers any path no route matches.
 pub async fn not_found(req: HttpRequest) -> Result<HttpResponse, ApiError> {
     Err(ApiError::NotFound(format!(
         "no route for {} {}",
-        req.method(),
-        req.path()
-    )))
-}
-
-async fn method_not_allowed(req: HttpRequest) -> Result<HttpResponse, ApiError> {
-    Err(ApiError::MethodNotAllowed(format!(
-        "{} {}",
         req.method(),
         req.path()
     )))

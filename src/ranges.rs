@@ -7,6 +7,7 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use sqlx::{PgPool, Postgres, Transaction};
+use utoipa::ToSchema;
 
 use crate::ddl;
 use crate::domain::{
@@ -17,30 +18,35 @@ use crate::error::ApiError;
 /// Advisory lock class for a sequence (see the vend migration).
 const SEQUENCE_LOCK_CLASS: i32 = 1_398_166_353;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct SequenceView {
     pub name: String,
     pub namespace: String,
     pub increment: i64,
     pub status: SequenceStatus,
+    /// Values still to vend across the active and pending ranges (may exceed 2^63).
+    #[schema(value_type = u64)]
     pub remaining: u128,
     pub ranges: Vec<RangeView>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct RangeView {
     pub min: i64,
     pub max: i64,
     pub status: RangeStatus,
+    /// What the range would vend next; null when it has nothing left.
     pub next: Option<i64>,
+    #[schema(value_type = u64)]
     pub remaining: u128,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct SequencePage {
     pub sequences: Vec<SequenceView>,
+    /// Pass as `after` for the next page; null on the last page.
     pub next: Option<String>,
 }
 
@@ -105,7 +111,10 @@ fn fold_rows(rows: Vec<SequenceRow>) -> Vec<SequenceRecord> {
         }
         let (_, record) = records.last_mut().expect("pushed above");
         if let Some(state) = row.range_state() {
-            record.view.remaining += state.remaining();
+            // A retired sequence vends nothing more, whatever its ranges hold.
+            if record.view.status != SequenceStatus::Retired {
+                record.view.remaining += state.remaining();
+            }
             record.view.ranges.push(RangeView {
                 min: state.min,
                 max: state.max,

@@ -35,9 +35,20 @@ pub enum RangeError {
     StartOutside { start: i64, min: i64, max: i64 },
 }
 
+/// Largest magnitude up to which every whole f64 is exact.
+const EXACT_F64: f64 = 9_007_199_254_740_992.0;
+
 /// Reads a JSON number that must be an i64; fractions and out-of-range values are refused.
+/// A whole number written with a fraction (`5.0`) is an integer to JSON Schema, so it is
+/// accepted where a float can hold it exactly.
 pub fn whole_number(field: &'static str, value: &Number) -> Result<i64, RangeError> {
-    value.as_i64().ok_or(RangeError::NotAnInteger(field))
+    value
+        .as_i64()
+        .or_else(|| {
+            let float = value.as_f64()?;
+            (float.fract() == 0.0 && float.abs() <= EXACT_F64).then_some(float as i64)
+        })
+        .ok_or(RangeError::NotAnInteger(field))
 }
 
 impl RangeBounds {
@@ -173,10 +184,21 @@ mod tests {
             Err(RangeError::NotAnInteger("max"))
         );
         let fraction: Number = serde_json::from_str("1.5").unwrap();
+        let inexact: Number = serde_json::from_str("9007199254740993.0").unwrap();
+        assert_eq!(
+            RangeBounds::parse(&one, &inexact),
+            Err(RangeError::NotAnInteger("max"))
+        );
         assert_eq!(
             RangeBounds::parse(&fraction, &nine),
             Err(RangeError::NotAnInteger("min"))
         );
+    }
+
+    #[test]
+    fn a_whole_number_written_with_a_fraction_is_an_integer() {
+        let five: Number = serde_json::from_str("5.0").unwrap();
+        assert_eq!(whole_number("min", &five), Ok(5));
     }
 
     #[test]

@@ -2,18 +2,32 @@
 
 use actix_web::{web, HttpResponse};
 use deadpool_postgres::Pool;
-use serde_json::json;
+use serde::Serialize;
 use sqlx::PgPool;
+use utoipa::ToSchema;
 
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorBody};
 use crate::metrics::Metrics;
 use crate::migrate::MIGRATOR;
 
+/// `{"status": "ok"}` or `{"status": "ready"}`.
+#[derive(Serialize, ToSchema)]
+pub struct Health {
+    status: &'static str,
+}
+
+#[utoipa::path(get, path = "/healthz", tag = "operations", security(()),
+    responses((status = 200, description = "Alive", body = Health)))]
 pub async fn healthz() -> HttpResponse {
-    HttpResponse::Ok().json(json!({ "status": "ok" }))
+    HttpResponse::Ok().json(Health { status: "ok" })
 }
 
 /// Ready when the database answers and every migration this build knows has been applied.
+#[utoipa::path(get, path = "/readyz", tag = "operations", security(()),
+    responses(
+        (status = 200, description = "Ready", body = Health),
+        (status = 503, description = "unavailable: database unreachable or not migrated", body = ErrorBody),
+    ))]
 pub async fn readyz(pool: web::Data<PgPool>) -> Result<HttpResponse, ApiError> {
     let applied = sqlx::query_scalar!(
         "SELECT max(version) AS version FROM seqvend._sqlx_migrations WHERE success"
@@ -28,9 +42,11 @@ pub async fn readyz(pool: web::Data<PgPool>) -> Result<HttpResponse, ApiError> {
     if applied < expected {
         return Err(ApiError::Unavailable("the database is not migrated yet"));
     }
-    Ok(HttpResponse::Ok().json(json!({ "status": "ready" })))
+    Ok(HttpResponse::Ok().json(Health { status: "ready" }))
 }
 
+#[utoipa::path(get, path = "/metrics", tag = "operations", security(()),
+    responses((status = 200, description = "Prometheus text format", content_type = "text/plain", body = String)))]
 pub async fn metrics(
     metrics: web::Data<Metrics>,
     vend_pool: web::Data<Pool>,

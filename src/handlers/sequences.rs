@@ -5,24 +5,37 @@ use serde::Deserialize;
 use serde_json::Number;
 use sqlx::PgPool;
 
+use utoipa::{IntoParams, ToSchema};
+
 use crate::auth::{Admin, Reader};
 use crate::domain::{RangeBounds, SequenceName, SequenceSpec};
 use crate::error::ApiError;
-use crate::ranges::{self, NewSequence};
+use crate::error::ErrorBody;
+use crate::ranges::{self, NewSequence, RangeView, SequencePage, SequenceView};
 
 const DEFAULT_PAGE: u32 = 100;
 const MAX_PAGE: u32 = 1000;
 
 /// Bounds arrive as JSON numbers and are checked by the domain types, so a bound outside
 /// i64 is `invalid_range` rather than a generic parse failure.
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateSequenceBody {
+    #[schema(pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")]
     name: String,
+    #[schema(value_type = i64)]
     min: Number,
+    /// Greater than `min`.
+    #[schema(value_type = i64)]
     max: Number,
+    /// Defaults to `min` (ascending) or `max` (descending).
+    #[schema(value_type = Option<i64>)]
     start: Option<Number>,
+    /// Not 0; negative for a descending sequence. Defaults to 1.
+    #[schema(value_type = Option<i64>)]
     increment: Option<Number>,
+    /// Ranges never overlap within a namespace. Defaults to the name.
+    #[schema(pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")]
     namespace: Option<String>,
 }
 
@@ -49,20 +62,40 @@ impl TryFrom<CreateSequenceBody> for NewSequence {
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AddRangeBody {
+    #[schema(value_type = i64)]
     min: Number,
+    #[schema(value_type = i64)]
     max: Number,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct ListQuery {
+    /// Page size, 1–1000 (default 100).
+    #[param(minimum = 1, maximum = 1000)]
     limit: Option<u32>,
+    /// The `next` of the previous page.
+    #[param(pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")]
     after: Option<String>,
 }
 
+#[utoipa::path(
+    post, path = "/sequences", tag = "admin", request_body = CreateSequenceBody,
+    responses(
+        (status = 201, description = "Created", body = SequenceView),
+        (status = 400, description = "invalid_name, invalid_request or invalid_range", body = ErrorBody),
+        (status = 401, description = "unauthorized", body = ErrorBody),
+        (status = 403, description = "forbidden: not an admin token", body = ErrorBody),
+        (status = 409, description = "name_taken or range_overlap", body = ErrorBody),
+        (status = 413, description = "payload_too_large", body = ErrorBody),
+        (status = 500, description = "internal", body = ErrorBody),
+        (status = 503, description = "unavailable", body = ErrorBody),
+    )
+)]
 pub async fn create(
     _: Admin,
     pool: web::Data<PgPool>,
@@ -74,6 +107,22 @@ pub async fn create(
     Ok(HttpResponse::Created().json(sequence))
 }
 
+#[utoipa::path(
+    post, path = "/sequences/{name}/ranges", tag = "admin", request_body = AddRangeBody,
+    params(("name" = String, Path, description = "Sequence name", pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")),
+    responses(
+        (status = 201, description = "Added: pending, or active if the sequence had run out", body = RangeView),
+        (status = 400, description = "invalid_name, invalid_request or invalid_range", body = ErrorBody),
+        (status = 401, description = "unauthorized", body = ErrorBody),
+        (status = 403, description = "forbidden: not an admin token", body = ErrorBody),
+        (status = 404, description = "not_found", body = ErrorBody),
+        (status = 409, description = "range_overlap", body = ErrorBody),
+        (status = 410, description = "sequence_retired", body = ErrorBody),
+        (status = 413, description = "payload_too_large", body = ErrorBody),
+        (status = 500, description = "internal", body = ErrorBody),
+        (status = 503, description = "unavailable", body = ErrorBody),
+    )
+)]
 pub async fn add_range(
     _: Admin,
     pool: web::Data<PgPool>,
@@ -87,6 +136,17 @@ pub async fn add_range(
     Ok(HttpResponse::Created().json(range))
 }
 
+#[utoipa::path(
+    get, path = "/sequences/{name}", tag = "read", params(("name" = String, Path, description = "Sequence name", pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")),
+    responses(
+        (status = 200, description = "The sequence", body = SequenceView),
+        (status = 400, description = "invalid_name", body = ErrorBody),
+        (status = 401, description = "unauthorized", body = ErrorBody),
+        (status = 404, description = "not_found", body = ErrorBody),
+        (status = 500, description = "internal", body = ErrorBody),
+        (status = 503, description = "unavailable", body = ErrorBody),
+    )
+)]
 pub async fn get(
     _: Reader,
     pool: web::Data<PgPool>,
@@ -96,6 +156,16 @@ pub async fn get(
     Ok(HttpResponse::Ok().json(ranges::get_sequence(&pool, &name).await?))
 }
 
+#[utoipa::path(
+    get, path = "/sequences", tag = "read", params(ListQuery),
+    responses(
+        (status = 200, description = "A page of sequences, in name order", body = SequencePage),
+        (status = 400, description = "invalid_request", body = ErrorBody),
+        (status = 401, description = "unauthorized", body = ErrorBody),
+        (status = 500, description = "internal", body = ErrorBody),
+        (status = 503, description = "unavailable", body = ErrorBody),
+    )
+)]
 pub async fn list(
     _: Reader,
     pool: web::Data<PgPool>,
@@ -118,6 +188,18 @@ pub async fn list(
     Ok(HttpResponse::Ok().json(ranges::list_sequences(&pool, after.as_ref(), limit).await?))
 }
 
+#[utoipa::path(
+    delete, path = "/sequences/{name}", tag = "admin", params(("name" = String, Path, description = "Sequence name", pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")),
+    responses(
+        (status = 200, description = "Retired (retiring again answers the same)", body = SequenceView),
+        (status = 400, description = "invalid_name", body = ErrorBody),
+        (status = 401, description = "unauthorized", body = ErrorBody),
+        (status = 403, description = "forbidden: not an admin token", body = ErrorBody),
+        (status = 404, description = "not_found", body = ErrorBody),
+        (status = 500, description = "internal", body = ErrorBody),
+        (status = 503, description = "unavailable", body = ErrorBody),
+    )
+)]
 pub async fn retire(
     _: Admin,
     pool: web::Data<PgPool>,

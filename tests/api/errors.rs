@@ -174,9 +174,15 @@ async fn unknown_sequences_and_routes_are_404_and_wrong_methods_405() {
     app.request(Method::GET, "/no/such/route", Some(ADMIN_TOKEN), None)
         .await
         .assert_error(404, "not_found");
-    app.request(Method::PUT, "/sequences/x/next", Some(ADMIN_TOKEN), None)
-        .await
-        .assert_error(405, "method_not_allowed");
+    let wrong = app
+        .request(Method::PUT, "/sequences/x/next", Some(ADMIN_TOKEN), None)
+        .await;
+    wrong.assert_error(405, "method_not_allowed");
+    assert_eq!(wrong.headers["allow"], "POST");
+    let wrong = app
+        .request(Method::PATCH, "/sequences/x", Some(ADMIN_TOKEN), None)
+        .await;
+    assert_eq!(wrong.headers["allow"], "GET, DELETE");
 }
 
 #[tokio::test(flavor = "multi_thread")]

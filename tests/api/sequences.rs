@@ -208,6 +208,10 @@ async fn retiring_answers_the_retired_sequence_and_the_name_is_never_reused() {
     assert_eq!(reply.status, StatusCode::OK);
     assert_eq!(reply.body["status"], "retired");
     assert_eq!(
+        reply.body["remaining"], 0,
+        "a retired sequence vends nothing more"
+    );
+    assert_eq!(
         app.retire("old").await.body["status"],
         "retired",
         "retiring twice answers the same"

@@ -1,0 +1,49 @@
+//! The OpenAPI document, generated from the handlers and their types, served at
+//! `/openapi.json`.
+
+use actix_web::HttpResponse;
+use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "seqvend",
+        description = "Carrier number ranges as PostgreSQL sequences, vended over HTTP: never twice, \
+                       never outside the range, and only once the allocation is durable."
+    ),
+    paths(
+        super::vend::next,
+        super::sequences::create,
+        super::sequences::add_range,
+        super::sequences::get,
+        super::sequences::list,
+        super::sequences::retire,
+        super::health::healthz,
+        super::health::readyz,
+        super::health::metrics,
+    ),
+    modifiers(&BearerAuth),
+    security(("bearer" = [])),
+)]
+pub struct ApiDoc;
+
+struct BearerAuth;
+
+impl Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(Http::new(HttpAuthScheme::Bearer)),
+        );
+    }
+}
+
+pub async fn document() -> HttpResponse {
+    HttpResponse::Ok().content_type("application/json").body(
+        ApiDoc::openapi()
+            .to_json()
+            .expect("the document serialises"),
+    )
+}
