@@ -448,3 +448,13 @@ pub fn report(scenario: &str, faults: &str, outcome: &Outcome, record: &Record, 
     let path = PathBuf::from(dir).join(format!("{scenario}.json"));
     std::fs::write(path, serde_json::to_string_pretty(&row).unwrap()).unwrap();
 }
+
+/// Appends a scenario that vends nothing (API fuzzing) to the reliability report.
+pub fn report_without_values(scenario: &str, faults: &str, notes: &str) {
+    let Some(dir) = std::env::var_os("SEQVEND_RELIABILITY_DIR") else {
+        return;
+    };
+    let row = json!({ "scenario": scenario, "faults": faults, "notes": notes });
+    let path = PathBuf::from(dir).join(format!("{scenario}.json"));
+    std::fs::write(path, serde_json::to_string_pretty(&row).unwrap()).unwrap();
+}
