@@ -52,13 +52,7 @@ impl LocalCluster {
     pub fn open(dir: &Path, settings: &[&str]) -> anyhow::Result<Self> {
         let bin_dir = find_bin_dir()?;
         let owner = cluster_owner()?;
-        fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        let dir = dir.canonicalize()?;
-        fs::set_permissions(&dir, fs::Permissions::from_mode(0o700))?;
-        if let Some((uid, gid)) = owner {
-            chown(&dir, Some(uid), Some(gid))?;
-            ensure_reachable(&dir, owner)?;
-        }
+        let dir = prepare_dir(dir, owner)?;
         let password_file = dir.join("password");
         if !dir.join("pgdata").join("PG_VERSION").exists() {
             let password = random_secret();
@@ -118,24 +112,10 @@ impl LocalCluster {
     /// Makes a streaming standby of this running cluster in `dir`, known to it as `name`
     /// (for `synchronous_standby_names`). The standby is returned stopped.
     pub fn create_standby(&self, dir: &Path, name: &str) -> anyhow::Result<Self> {
-        fs::create_dir_all(dir)?;
-        let dir = dir.canonicalize()?;
-        fs::set_permissions(&dir, fs::Permissions::from_mode(0o700))?;
-        if let Some((uid, gid)) = self.owner {
-            chown(&dir, Some(uid), Some(gid))?;
-        }
+        let dir = prepare_dir(dir, self.owner)?;
         let status = as_owner(Command::new(self.bin_dir.join("pg_basebackup")), self.owner)
-            .args([
-                "-D",
-                "pgdata",
-                "-h",
-                "127.0.0.1",
-                "-p",
-                &self.port.to_string(),
-                "-U",
-                USER,
-            ])
-            .args(["-X", "stream", "--checkpoint=fast"])
+            .args(["-D", "pgdata", "-X", "stream", "--checkpoint=fast"])
+            .args(self.connection_args())
             .env("PGPASSWORD", &self.password)
             .current_dir(&dir)
             .status()
@@ -233,19 +213,17 @@ impl LocalCluster {
         Ok(())
     }
 
+    /// How the server's own client programs reach it.
+    fn connection_args(&self) -> [String; 6] {
+        ["-h", "127.0.0.1", "-p", &self.port.to_string(), "-U", USER].map(String::from)
+    }
+
     fn wait_until_ready(&self, postmaster: &Postmaster) -> anyhow::Result<()> {
         let deadline = Instant::now() + START_PATIENCE;
         loop {
             let ready = Command::new(self.bin_dir.join("pg_isready"))
-                .args([
-                    "-q",
-                    "-h",
-                    "127.0.0.1",
-                    "-p",
-                    &self.port.to_string(),
-                    "-U",
-                    USER,
-                ])
+                .arg("-q")
+                .args(self.connection_args())
                 .status()?
                 .success();
             if ready {
@@ -362,6 +340,18 @@ fn cluster_owner() -> anyhow::Result<Option<(u32, u32)>> {
         Ok(String::from_utf8(out.stdout)?.trim().parse()?)
     };
     Ok(Some((id("-u")?, id("-g")?)))
+}
+
+/// Creates the cluster's directory, private to its owner, and returns its absolute path.
+fn prepare_dir(dir: &Path, owner: Option<(u32, u32)>) -> anyhow::Result<PathBuf> {
+    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let dir = dir.canonicalize()?;
+    fs::set_permissions(&dir, fs::Permissions::from_mode(0o700))?;
+    if let Some((uid, gid)) = owner {
+        chown(&dir, Some(uid), Some(gid))?;
+        ensure_reachable(&dir, owner)?;
+    }
+    Ok(dir)
 }
 
 /// The `postgres` user must be able to enter every directory above the cluster's.
