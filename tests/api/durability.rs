@@ -1,28 +1,28 @@
 //! A value is returned only once its allocation is durable: immediate shutdowns of a real
 //! PostgreSQL (no checkpoint, WAL replay on restart) never make seqvend vend a value twice.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use reqwest::StatusCode;
 use seqvend::local_pg::Shutdown;
 
 use crate::helpers::*;
 
-/// Vends one value, waiting (with a deadline) for seqvend to reconnect after a restart.
+/// Vends one value, waiting for seqvend to reconnect after a restart (503 until then).
 async fn next_after_restart(app: &TestApp, name: &str) -> i64 {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let reply = app.next(name).await;
-        if reply.status == StatusCode::OK {
-            return reply.body["value"].as_i64().unwrap();
-        }
-        reply.assert_error(503, "unavailable");
-        assert!(
-            Instant::now() < deadline,
-            "seqvend did not vend again after the restart"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually_some(
+        Duration::from_secs(20),
+        "seqvend vends again after the restart",
+        || async {
+            let reply = app.next(name).await;
+            if reply.status == StatusCode::OK {
+                return reply.body["value"].as_i64();
+            }
+            reply.assert_error(503, "unavailable");
+            None
+        },
+    )
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread")]

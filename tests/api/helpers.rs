@@ -332,8 +332,24 @@ where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
+    eventually_some(patience, what, || {
+        let holds = check();
+        async move { holds.await.then_some(()) }
+    })
+    .await
+}
+
+/// Polls `attempt` until it gives a value, for at most `patience`.
+pub async fn eventually_some<T, F, Fut>(patience: Duration, what: &str, mut attempt: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
     let deadline = Instant::now() + patience;
-    while !check().await {
+    loop {
+        if let Some(value) = attempt().await {
+            return value;
+        }
         assert!(Instant::now() < deadline, "gave up waiting: {what}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
