@@ -33,6 +33,8 @@ pub fn registry_pool(url: &str, settings: &DatabaseSettings) -> anyhow::Result<P
             ("synchronous_commit", "on"),
             ("search_path", "seqvend"),
             ("statement_timeout", statement_timeout.as_str()),
+            // Not "schema already exists, skipping" at every start.
+            ("client_min_messages", "warning"),
         ])
     };
     let hosts = primary::hosts(&config);
