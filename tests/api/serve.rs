@@ -61,10 +61,29 @@ impl Served {
     }
 
     /// SIGTERM, then the exit status.
-    fn terminate(mut self) -> std::process::ExitStatus {
+    fn terminate(self) -> std::process::ExitStatus {
+        self.signal_term();
+        self.wait()
+    }
+
+    fn wait(mut self) -> std::process::ExitStatus {
+        self.child.wait().unwrap()
+    }
+
+    fn signal_term(&self) {
         let pid = self.child.id().to_string();
         Command::new("kill").args(["-TERM", &pid]).status().unwrap();
-        self.child.wait().unwrap()
+    }
+
+    async fn create(&self) {
+        let created = reqwest::Client::new()
+            .post(format!("{}/sequences", self.address))
+            .bearer_auth(ADMIN_TOKEN)
+            .json(&serde_json::json!({"name": "p", "min": 1, "max": 100}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(created.status(), StatusCode::CREATED);
     }
 
     async fn next(&self) -> i64 {
@@ -85,14 +104,7 @@ impl Served {
 async fn serve_without_a_database_url_runs_its_own_postgresql_and_values_persist() {
     let dir = scratch_dir("serve");
     let first = Served::start(&dir).await;
-    let created = reqwest::Client::new()
-        .post(format!("{}/sequences", first.address))
-        .bearer_auth(ADMIN_TOKEN)
-        .json(&serde_json::json!({"name": "p", "min": 1, "max": 100}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(created.status(), StatusCode::CREATED);
+    first.create().await;
     assert_eq!((first.next().await, first.next().await), (1, 2));
     assert!(first.terminate().success(), "a graceful shutdown exits 0");
     assert!(
@@ -103,4 +115,70 @@ async fn serve_without_a_database_url_runs_its_own_postgresql_and_values_persist
     let second = Served::start(&dir).await;
     assert_eq!(second.next().await, 3, "the sequence survived the restart");
     assert!(second.terminate().success());
+}
+
+/// A session on the private cluster, read from the files `serve` keeps in its data dir.
+async fn connect_to_private_cluster(dir: &std::path::Path) -> tokio_postgres::Client {
+    let read = |file: &str| {
+        std::fs::read_to_string(dir.join(file))
+            .unwrap()
+            .trim()
+            .to_owned()
+    };
+    let url = format!(
+        "postgres://seqvend:{}@127.0.0.1:{}/seqvend",
+        read("password"),
+        read("port")
+    );
+    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    client
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sigterm_finishes_the_request_in_flight_before_exiting() {
+    let dir = scratch_dir("graceful");
+    let served = Served::start(&dir).await;
+    served.create().await;
+    // Hold the range's lock so that a vend is in flight, waiting, when SIGTERM arrives.
+    let blocker = connect_to_private_cluster(&dir).await;
+    blocker
+        .batch_execute("SELECT pg_advisory_lock(1398166087, (SELECT id FROM seqvend.ranges))")
+        .await
+        .unwrap();
+    let in_flight = tokio::spawn(
+        reqwest::Client::new()
+            .post(format!("{}/sequences/p/next", served.address))
+            .bearer_auth(VEND_TOKEN)
+            .send(),
+    );
+    eventually(
+        Duration::from_secs(10),
+        "the vend waits on the range lock",
+        || async {
+            let waiting = "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'advisory'";
+            blocker
+                .query_one(waiting, &[])
+                .await
+                .unwrap()
+                .get::<_, i64>(0)
+                > 0
+        },
+    )
+    .await;
+    served.signal_term();
+    blocker
+        .batch_execute("SELECT pg_advisory_unlock_all()")
+        .await
+        .unwrap();
+    let response = in_flight
+        .await
+        .unwrap()
+        .expect("the request in flight is answered");
+    assert_eq!(response.status(), StatusCode::OK);
+    let body: serde_json::Value = response.json().await.unwrap();
+    assert_eq!(body["value"], 1);
+    assert!(served.wait().success(), "a graceful shutdown exits 0");
 }
