@@ -12,30 +12,30 @@ use sqlx::PgPool;
 use crate::primary;
 use crate::settings::DatabaseSettings;
 
-/// Session settings for every seqvend connection. `synchronous_commit = on` is what makes a
-/// vend's commit wait for its WAL flush (and for a synchronous standby) before the values are
-/// returned, whatever the server's or the role's default says. `search_path`: see `migrate`.
-fn session_options(settings: &DatabaseSettings) -> String {
-    format!(
-        "-c synchronous_commit=on -c search_path=seqvend -c statement_timeout={} \
-         -c idle_in_transaction_session_timeout=60000",
-        settings.statement_timeout.as_millis()
-    )
+/// Session settings for every seqvend connection, both pools alike. `synchronous_commit = on`
+/// is what makes a vend's commit wait for its WAL flush (and for a synchronous standby) before
+/// the values are returned, whatever the server's or the role's default says. `search_path`:
+/// see `migrate`. `client_min_messages`: no "schema already exists, skipping" at every start.
+fn session_settings(settings: &DatabaseSettings) -> Vec<(&'static str, String)> {
+    vec![
+        ("synchronous_commit", "on".into()),
+        ("search_path", "seqvend".into()),
+        (
+            "statement_timeout",
+            settings.statement_timeout.as_millis().to_string(),
+        ),
+        ("idle_in_transaction_session_timeout", "60000".into()),
+        ("client_min_messages", "warning".into()),
+    ]
 }
 
 /// The registry pool. With several hosts in the URL it connects to the primary and follows
 /// it through failovers (see `primary`).
 pub fn registry_pool(url: &str, settings: &DatabaseSettings) -> anyhow::Result<PgPool> {
     let config = parse_url(url)?;
-    let statement_timeout = settings.statement_timeout.as_millis().to_string();
+    let session = session_settings(settings);
     let finish = move |options: PgConnectOptions| {
-        options.application_name("seqvend").options([
-            ("synchronous_commit", "on"),
-            ("search_path", "seqvend"),
-            ("statement_timeout", statement_timeout.as_str()),
-            // Not "schema already exists, skipping" at every start.
-            ("client_min_messages", "warning"),
-        ])
+        options.application_name("seqvend").options(session.clone())
     };
     let hosts = primary::hosts(&config);
     let (host, port) = hosts.first().context("DATABASE_URL names no host")?;
@@ -58,7 +58,13 @@ pub fn vend_pool(url: &str, settings: &DatabaseSettings) -> anyhow::Result<Pool>
     let mut config = parse_url(url)?;
     config
         .application_name("seqvend")
-        .options(session_options(settings))
+        .options(
+            session_settings(settings)
+                .iter()
+                .map(|(name, value)| format!("-c {name}={value}"))
+                .collect::<Vec<_>>()
+                .join(" "),
+        )
         .connect_timeout(settings.connect_timeout);
     let manager = Manager::from_config(
         config,

@@ -50,6 +50,18 @@ pub struct SequencePage {
     pub next: Option<String>,
 }
 
+impl From<RangeState> for RangeView {
+    fn from(state: RangeState) -> Self {
+        Self {
+            min: state.min,
+            max: state.max,
+            status: state.status,
+            next: state.next(),
+            remaining: state.remaining(),
+        }
+    }
+}
+
 /// One row per (sequence, range); a sequence without ranges cannot exist, but the LEFT JOIN
 /// keeps the shape honest.
 struct SequenceRow {
@@ -115,13 +127,7 @@ fn fold_rows(rows: Vec<SequenceRow>) -> Vec<SequenceRecord> {
             if record.view.status != SequenceStatus::Retired {
                 record.view.remaining += state.remaining();
             }
-            record.view.ranges.push(RangeView {
-                min: state.min,
-                max: state.max,
-                status: state.status,
-                next: state.next(),
-                remaining: state.remaining(),
-            });
+            record.view.ranges.push(state.into());
             record.states.push(state);
         }
     }
@@ -241,8 +247,14 @@ pub async fn create_sequence(pool: &PgPool, new: NewSequence) -> Result<Sequence
         start: spec.start,
         status: RangeStatus::Active,
     };
-    let range_id =
-        insert_range(&mut tx, sequence_id, &new.namespace, spec.increment, range).await?;
+    let range_id = insert_range(
+        &mut tx,
+        sequence_id,
+        new.namespace.as_str(),
+        spec.increment,
+        range,
+    )
+    .await?;
     record_event(&mut tx, sequence_id, Some(range_id), "created").await?;
     tx.commit().await.map_err(ApiError::from_db)?;
     get_sequence(pool, &new.name).await
@@ -263,14 +275,16 @@ pub async fn add_range(
         SequenceStatus::Exhausted => RangeStatus::Active,
         SequenceStatus::Active => RangeStatus::Pending,
     };
-    let increment = Increment::parse(&sequence.increment.into())?;
+    // The stored increment satisfies the same rule as a requested one (a CHECK constraint).
+    let increment = Increment::new(sequence.increment)
+        .map_err(|err| ApiError::Internal(anyhow::anyhow!("stored increment: {err}")))?;
     let range = NewRange {
         bounds,
         start: bounds.natural_start(increment),
         status: range_status,
     };
-    let namespace = SequenceName::parse(&sequence.namespace)?;
-    let range_id = insert_range(&mut tx, sequence.id, &namespace, increment, range).await?;
+    let range_id =
+        insert_range(&mut tx, sequence.id, &sequence.namespace, increment, range).await?;
     if status == SequenceStatus::Exhausted {
         sqlx::query!(
             "UPDATE seqvend.sequences SET status = 'active', updated_at = now() WHERE id = $1",
@@ -282,21 +296,15 @@ pub async fn add_range(
     }
     record_event(&mut tx, sequence.id, Some(range_id), "range_added").await?;
     tx.commit().await.map_err(ApiError::from_db)?;
-    Ok(RangeView {
+    Ok(RangeState {
         min: bounds.min(),
         max: bounds.max(),
+        start: range.start,
+        increment: increment.get(),
         status: range_status,
-        next: Some(range.start),
-        remaining: RangeState {
-            min: bounds.min(),
-            max: bounds.max(),
-            start: range.start,
-            increment: increment.get(),
-            status: range_status,
-            last_value: None,
-        }
-        .remaining(),
-    })
+        last_value: None,
+    }
+    .into())
 }
 
 /// Retires a sequence: once this returns, no instance vends from it. Retiring a retired
@@ -304,7 +312,7 @@ pub async fn add_range(
 pub async fn retire_sequence(pool: &PgPool, name: &SequenceName) -> Result<SequenceView, ApiError> {
     let mut tx = pool.begin().await.map_err(ApiError::from_db)?;
     let sequence = lock_sequence(&mut tx, name).await?;
-    if sequence.status != "retired" {
+    if SequenceStatus::from_db(&sequence.status) != SequenceStatus::Retired {
         sqlx::query!(
             "UPDATE seqvend.sequences SET status = 'retired', updated_at = now() WHERE id = $1",
             sequence.id
@@ -368,7 +376,7 @@ struct NewRange {
 async fn insert_range(
     tx: &mut Transaction<'_, Postgres>,
     sequence_id: i32,
-    namespace: &SequenceName,
+    namespace: &str,
     increment: Increment,
     range: NewRange,
 ) -> Result<i32, ApiError> {
@@ -379,22 +387,17 @@ async fn insert_range(
     let oid = ddl::create_range_sequence(tx, range_id, range.bounds, increment, range.start)
         .await
         .map_err(ApiError::from_db)?;
-    let status = match range.status {
-        RangeStatus::Pending => "pending",
-        RangeStatus::Active => "active",
-        RangeStatus::Exhausted => "exhausted",
-    };
     sqlx::query!(
         "INSERT INTO seqvend.ranges
              (id, sequence_id, namespace, min_value, max_value, start_value, status, pg_sequence)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
         range_id,
         sequence_id,
-        namespace.as_str(),
+        namespace,
         range.bounds.min(),
         range.bounds.max(),
         range.start,
-        status,
+        range.status.as_db(),
         oid
     )
     .execute(&mut **tx)

@@ -84,7 +84,11 @@ impl Increment {
     pub const ONE: Increment = Increment(1);
 
     pub fn parse(value: &Number) -> Result<Self, RangeError> {
-        match whole_number("increment", value)? {
+        Self::new(whole_number("increment", value)?)
+    }
+
+    pub fn new(step: i64) -> Result<Self, RangeError> {
+        match step {
             0 => Err(RangeError::ZeroIncrement),
             // Its magnitude must fit in an i64 (the vend statement negates it).
             i64::MIN => Err(RangeError::IncrementTooLarge),

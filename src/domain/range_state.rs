@@ -31,6 +31,14 @@ impl SequenceStatus {
 }
 
 impl RangeStatus {
+    pub fn as_db(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Active => "active",
+            Self::Exhausted => "exhausted",
+        }
+    }
+
     pub fn from_db(raw: &str) -> Self {
         match raw {
             "pending" => Self::Pending,
