@@ -122,14 +122,21 @@ pub struct Pending {
 }
 
 impl Pending {
-    pub async fn wait(self) -> Result<Outcome, ApiError> {
-        let answered = tokio::time::timeout(self.inner.settings.deadline, self.answer).await;
-        self.inner.metrics.vend_queue_depth.dec();
-        match answered {
+    pub async fn wait(mut self) -> Result<Outcome, ApiError> {
+        let deadline = self.inner.settings.deadline;
+        match tokio::time::timeout(deadline, &mut self.answer).await {
             Ok(Ok(result)) => result,
             Ok(Err(_)) => Err(ApiError::Internal(anyhow::anyhow!("vend lane stopped"))),
             Err(_) => Err(ApiError::Unavailable("the database did not answer in time")),
         }
+    }
+}
+
+/// A request leaves the queue when its caller stops waiting, whether it was answered, timed
+/// out, or the caller went away (a dropped HTTP request drops its `Pending`).
+impl Drop for Pending {
+    fn drop(&mut self) {
+        self.inner.metrics.vend_queue_depth.dec();
     }
 }
 

@@ -18,10 +18,19 @@ use tokio::task::JoinSet;
 use crate::helpers::*;
 
 fn vender(db: &TestDb, pool_size: usize, vend: VendSettings) -> Vender {
+    vender_with_metrics(db, pool_size, vend, Arc::new(Metrics::new()))
+}
+
+fn vender_with_metrics(
+    db: &TestDb,
+    pool_size: usize,
+    vend: VendSettings,
+    metrics: Arc<Metrics>,
+) -> Vender {
     let mut settings = test_settings().database;
     settings.vend_pool_size = pool_size;
     let pool = seqvend::db::vend_pool(&db.url, &settings).unwrap();
-    Vender::start(pool, Arc::new(Metrics::new()), vend)
+    Vender::start(pool, metrics, vend)
 }
 
 fn name(raw: &str) -> SequenceName {
@@ -266,4 +275,19 @@ async fn a_vend_the_database_cannot_answer_in_time_is_503_after_the_deadline() {
     // The abandoned request's value was drawn for nobody (a gap), never handed out twice.
     let next = app.next_value("slow").await;
     assert!(next == 1 || next == 2, "{next}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_caller_that_goes_away_leaves_the_queue() {
+    let db = TestDb::shared().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    app.create_ok("gone", 1, 1000).await;
+    let metrics = Arc::new(Metrics::new());
+    let vender = vender_with_metrics(&db, 1, VendSettings::default(), metrics.clone());
+    let pending = vender.submit(name("gone"), 1).unwrap();
+    assert_eq!(metrics.vend_queue_depth.get(), 1);
+    drop(pending); // as a dropped HTTP request does
+    assert_eq!(metrics.vend_queue_depth.get(), 0);
+    vender.vend(name("gone"), 1).await.unwrap();
+    assert_eq!(metrics.vend_queue_depth.get(), 0);
 }
