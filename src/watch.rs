@@ -1,9 +1,8 @@
 //! Keeps the remaining-values gauges current and warns, long before a sequence runs out,
 //! when it is down to its low-water mark.
 
-use std::sync::Arc;
-
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use prometheus::core::Collector;
 use prometheus::IntGaugeVec;

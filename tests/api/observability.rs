@@ -61,4 +61,15 @@ async fn metrics_count_requests_by_route_values_per_sequence_and_remaining_value
         },
     )
     .await;
+    app.retire("m").await;
+    eventually(
+        Duration::from_secs(10),
+        "a retired sequence's gauges go",
+        || async {
+            let text = scrape().await;
+            !text.contains(r#"seqvend_sequence_remaining_values{sequence="m"}"#)
+                && !text.contains(r#"seqvend_sequence_capacity_values{sequence="m"}"#)
+        },
+    )
+    .await;
 }
