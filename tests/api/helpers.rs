@@ -14,6 +14,8 @@ use seqvend::settings::{DatabaseSettings, Settings, VendSettings, WatchSettings}
 use seqvend::startup::Application;
 use serde_json::{json, Value};
 
+pub use crate::scratch::scratch_dir;
+
 pub const ADMIN_TOKEN: &str = "test-admin-token";
 pub const VEND_TOKEN: &str = "test-vend-token";
 
@@ -25,34 +27,6 @@ fn shared_cluster() -> &'static LocalCluster {
         cluster.start().expect("cluster started");
         cluster
     })
-}
-
-/// A directory for one cluster, under the system temp dir (as root, the `postgres` user
-/// must be able to reach it). Directories left by earlier runs are removed first.
-pub fn scratch_dir(label: &str) -> PathBuf {
-    static CLEANED: OnceLock<()> = OnceLock::new();
-    let root = std::env::temp_dir().join("seqvend-tests");
-    CLEANED.get_or_init(|| {
-        for entry in std::fs::read_dir(&root).into_iter().flatten().flatten() {
-            let pid = entry
-                .file_name()
-                .to_string_lossy()
-                .split('-')
-                .next()
-                .and_then(|p| p.parse::<u32>().ok());
-            if pid.is_some_and(|pid| !PathBuf::from(format!("/proc/{pid}")).exists()) {
-                let _ = std::fs::remove_dir_all(entry.path());
-            }
-        }
-    });
-    std::fs::create_dir_all(&root).expect("temp dir");
-    std::fs::set_permissions(&root, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-        .expect("chmod");
-    root.join(format!(
-        "{}-{label}-{}",
-        std::process::id(),
-        uuid::Uuid::new_v4().simple()
-    ))
 }
 
 pub fn init_logging() {

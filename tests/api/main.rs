@@ -9,6 +9,8 @@ mod helpers;
 mod names;
 mod observability;
 mod outage;
+#[path = "../common/scratch.rs"]
+mod scratch;
 mod sequences;
 mod serve;
 mod vending;

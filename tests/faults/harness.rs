@@ -14,6 +14,8 @@ use seqvend::local_pg::{self, LocalCluster, Shutdown};
 use serde_json::{json, Value};
 use tokio::task::JoinSet;
 
+pub use crate::scratch::scratch_dir;
+
 pub const ADMIN: &str = "faults-admin";
 pub const VEND: &str = "faults-vend";
 const BINARY: &str = env!("CARGO_BIN_EXE_seqvend");
@@ -23,17 +25,6 @@ const BINARY: &str = env!("CARGO_BIN_EXE_seqvend");
 pub async fn one_at_a_time() -> tokio::sync::MutexGuard<'static, ()> {
     static LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
     LOCK.lock().await
-}
-
-pub fn scratch_dir(label: &str) -> PathBuf {
-    let root = std::env::temp_dir().join("seqvend-faults");
-    std::fs::create_dir_all(&root).unwrap();
-    std::fs::set_permissions(&root, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    root.join(format!(
-        "{}-{label}-{}",
-        std::process::id(),
-        uuid::Uuid::new_v4().simple()
-    ))
 }
 
 /// A PostgreSQL cluster of the scenario's own.

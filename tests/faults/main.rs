@@ -5,3 +5,5 @@
 
 mod harness;
 mod scenarios;
+#[path = "../common/scratch.rs"]
+mod scratch;
