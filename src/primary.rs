@@ -1,106 +1,137 @@
-//! Finding the primary among several hosts. With a multi-host `DATABASE_URL` (a primary and
-//! its standbys, `target_session_attrs=read-write`), tokio-postgres — the vend pool — picks
-//! the read-write host on every new connection. sqlx — the registry pool — connects to one
-//! host only, so this module tells it which: it watches the current primary and, when that
-//! stops answering or turns read-only (a failover), points the pool at the new one.
+//! Which of `DATABASE_URL`'s hosts is the primary. With one host, that one. With several (a
+//! primary and its standbys) a watcher asks the hosts themselves, by the names and ports in the
+//! URL — not by the address a server reports, which is wrong behind NAT or a proxy — and when
+//! the primary moves (a failover) it points the registry pool at the new one and tells
+//! everyone else: the registry pool retires connections older than the move, and the vend
+//! pool's connections to the old host end (see `db::connect`).
+//!
+//! The watcher never waits unbounded: every connect and every query it makes has a deadline.
 
-use std::time::Duration;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use sqlx::postgres::PgConnectOptions;
 use sqlx::PgPool;
-use tokio_postgres::config::{Host, TargetSessionAttrs};
+use tokio::sync::watch;
+
+use crate::db::connect::{chain, Connector};
 
 /// How often the current primary is checked.
 const WATCH_EVERY: Duration = Duration::from_millis(500);
 
-/// sqlx connection options for one host of `config`.
-pub fn sqlx_options(config: &tokio_postgres::Config, host: &Host, port: u16) -> PgConnectOptions {
-    let mut options = PgConnectOptions::new_without_pgpass().port(port);
-    options = match host {
-        Host::Tcp(name) => options.host(name),
-        Host::Unix(path) => options.socket(path),
-    };
-    if let Some(user) = config.get_user() {
-        options = options.username(user);
+/// The host believed to be the primary, shared by both pools and the watcher.
+#[derive(Clone)]
+pub struct Primary {
+    current: Arc<watch::Sender<Current>>,
+}
+
+#[derive(Clone, Copy)]
+struct Current {
+    host: usize,
+    since: Instant,
+}
+
+impl Default for Primary {
+    fn default() -> Self {
+        let current = Current {
+            host: 0,
+            since: Instant::now(),
+        };
+        Self {
+            current: Arc::new(watch::Sender::new(current)),
+        }
     }
-    if let Some(password) = config.get_password() {
-        options = options.password(&String::from_utf8_lossy(password));
+}
+
+impl Primary {
+    /// The index of the primary among the URL's hosts (the first until found otherwise).
+    pub fn host(&self) -> usize {
+        self.current.borrow().host
     }
-    if let Some(dbname) = config.get_dbname() {
-        options = options.database(dbname);
+
+    /// When the primary last moved (or when seqvend started).
+    pub fn since(&self) -> Instant {
+        self.current.borrow().since
     }
-    options
+
+    fn move_to(&self, host: usize) {
+        self.current.send_replace(Current {
+            host,
+            since: Instant::now(),
+        });
+    }
+
+    /// Resolves when, after this call, the primary moves to a host other than `host`.
+    pub fn moved_away_from(&self, host: usize) -> impl Future<Output = ()> + Send + 'static {
+        let mut changes = self.current.subscribe();
+        async move {
+            loop {
+                if changes.changed().await.is_err() {
+                    // Nobody can move the primary any more.
+                    return std::future::pending().await;
+                }
+                if changes.borrow_and_update().host != host {
+                    return;
+                }
+            }
+        }
+    }
 }
 
-/// The hosts and ports `config` names, paired.
-pub fn hosts(config: &tokio_postgres::Config) -> Vec<(Host, u16)> {
-    let ports = config.get_ports();
-    config
-        .get_hosts()
-        .iter()
-        .enumerate()
-        .map(|(i, host)| {
-            (
-                host.clone(),
-                ports.get(i).or(ports.first()).copied().unwrap_or(5432),
-            )
-        })
-        .collect()
-}
-
-/// Connects to whichever host accepts read-write sessions and asks it where it is; the
-/// connection stays open to watch it.
-async fn find(config: &tokio_postgres::Config) -> Option<((Host, u16), tokio_postgres::Client)> {
-    let mut probe = config.clone();
-    probe.target_session_attrs(TargetSessionAttrs::ReadWrite);
-    let (client, connection) = probe.connect(tokio_postgres::NoTls).await.ok()?;
-    tokio::spawn(connection);
-    let row = client
-        .query_one("SELECT host(inet_server_addr()), inet_server_port()", &[])
-        .await
-        .ok()?;
-    let (address, port): (Option<String>, Option<i32>) = (row.get(0), row.get(1));
-    // Over a unix socket the server reports no address: the first host is the only one.
-    let found = match (address, port) {
-        (Some(address), Some(port)) => (Host::Tcp(address), port as u16),
-        _ => hosts(config).into_iter().next()?,
-    };
-    Some((found, client))
-}
-
-/// True when the watched session answers and its server is not in recovery (a standby).
-async fn still_primary(watched: &tokio_postgres::Client) -> bool {
-    let answer = watched.query_one("SELECT pg_is_in_recovery()", &[]).await;
-    matches!(answer, Ok(row) if !row.get::<_, bool>(0))
-}
-
-/// Keeps `pool` pointed at the primary, for as long as the process runs. `finish` adds
-/// seqvend's session settings to a host's connection options.
+/// Keeps `pool` (and, through `connector`'s `Primary`, the vend pool) on the primary, for as
+/// long as the process runs. `finish` adds seqvend's session settings to a host's options.
 pub fn follow(
     pool: PgPool,
-    config: tokio_postgres::Config,
+    connector: Connector,
+    timeout: Duration,
     finish: impl Fn(PgConnectOptions) -> PgConnectOptions + Send + 'static,
 ) {
     tokio::spawn(async move {
-        let mut current: Option<(Host, u16)> = None;
+        let primary = connector.primary().clone();
+        let target = connector.target();
         let mut watched: Option<tokio_postgres::Client> = None;
         loop {
             let healthy = match &watched {
-                Some(client) => still_primary(client).await,
+                Some(client) => still_primary(client, timeout).await,
                 None => false,
             };
             if !healthy {
                 watched = None;
-                if let Some((found, client)) = find(&config).await {
-                    if current.as_ref() != Some(&found) {
-                        tracing::warn!(host = ?found.0, port = found.1, "the registry pool follows a new primary");
-                        pool.set_connect_options(finish(sqlx_options(&config, &found.0, found.1)));
+                if let Some((found, client)) = find(&connector).await {
+                    if found != primary.host() {
+                        tracing::warn!(host = %target.describe(found), "the primary moved: following it");
+                        pool.set_connect_options(finish(target.sqlx_options(found)));
+                        primary.move_to(found);
                     }
-                    current = Some(found);
                     watched = Some(client);
                 }
             }
             tokio::time::sleep(WATCH_EVERY).await;
         }
     });
+}
+
+/// The first host that gives a read-write session, the current primary last (it was just
+/// found wanting); the session stays open to watch it.
+async fn find(connector: &Connector) -> Option<(usize, tokio_postgres::Client)> {
+    let count = connector.target().host_count();
+    let current = connector.primary().host();
+    for i in (1..=count).map(|k| (current + k) % count) {
+        match connector.connect_host(i).await {
+            Ok((client, _connection)) => return Some((i, client)),
+            Err(err) => {
+                let host = connector.target().describe(i);
+                tracing::debug!(%host, error = %chain(&err), "not the primary");
+            }
+        }
+    }
+    None
+}
+
+/// True when the watched session answers within `timeout` that it may write.
+async fn still_primary(watched: &tokio_postgres::Client, timeout: Duration) -> bool {
+    let query = "SELECT current_setting('transaction_read_only') = 'off'";
+    let answer = tokio::time::timeout(timeout, watched.query_one(query, &[])).await;
+    matches!(answer, Ok(Ok(row)) if row.get::<_, bool>(0))
 }

@@ -30,6 +30,9 @@ pub struct DatabaseSettings {
     pub admin_pool_size: u32,
     /// Longest wait for a connection (new or pooled) before answering 503.
     pub connect_timeout: Duration,
+    /// TCP keepalives and `tcp_user_timeout` on vend connections: how long a host that
+    /// vanished (no FIN, no RST) keeps a connection.
+    pub tcp_timeout: Duration,
     /// Server-side limit on any one statement.
     pub statement_timeout: Duration,
     /// How long startup waits for the database to answer.
@@ -64,6 +67,7 @@ impl Default for DatabaseSettings {
             vend_pool_size: 2,
             admin_pool_size: 4,
             connect_timeout: Duration::from_millis(1000),
+            tcp_timeout: Duration::from_secs(10),
             statement_timeout: Duration::from_millis(5000),
             startup_patience: Duration::from_secs(30),
         }
@@ -125,6 +129,7 @@ impl Settings {
             vend_pool_size: parse(get("SEQVEND_POOL_SIZE"), db.vend_pool_size)?,
             admin_pool_size: parse(get("SEQVEND_ADMIN_POOL_SIZE"), db.admin_pool_size)?,
             connect_timeout: millis(get("SEQVEND_DB_TIMEOUT_MS"), db.connect_timeout)?,
+            tcp_timeout: millis(get("SEQVEND_DB_TCP_TIMEOUT_MS"), db.tcp_timeout)?,
             statement_timeout: millis(get("SEQVEND_STATEMENT_TIMEOUT_MS"), db.statement_timeout)?,
             startup_patience: db.startup_patience,
         };

@@ -25,10 +25,9 @@ impl Application {
     /// Connects to `database_url`, applies migrations and binds the listener (port 0 picks a
     /// free port, see `port`). Nothing is served until `run_until_stopped`.
     pub async fn build(settings: &Settings, database_url: &str) -> anyhow::Result<Self> {
-        let registry = db::registry_pool(database_url, &settings.database)?;
+        let (registry, vend_pool) = db::pools(database_url, &settings.database)?;
         db::wait_until_reachable(&registry, settings.database.startup_patience).await?;
         migrate::run(&registry).await?;
-        let vend_pool = db::vend_pool(database_url, &settings.database)?;
         let metrics = Arc::new(Metrics::new());
         let vender = Vender::start(vend_pool.clone(), metrics.clone(), settings.vend.clone());
         watch::spawn(registry.clone(), metrics.clone(), settings.watch.clone());

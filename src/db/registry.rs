@@ -1,0 +1,58 @@
+//! The registry pool (sqlx): on the primary only, and never handing out a connection that
+//! could keep a caller waiting on a former primary.
+
+use std::io;
+
+use sqlx::pool::PoolConnectionMetadata;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{Connection, PgConnection, PgPool};
+
+use crate::primary::Primary;
+use crate::settings::DatabaseSettings;
+
+pub fn pool(options: PgConnectOptions, primary: Primary, settings: &DatabaseSettings) -> PgPool {
+    PgPoolOptions::new()
+        .max_connections(settings.admin_pool_size)
+        .min_connections(0)
+        // Bounds everything before a connection is handed out: connecting (TCP, TLS,
+        // authentication), the read-write check, and the ping of an idle connection — a
+        // frozen server answers none of them.
+        .acquire_timeout(settings.connect_timeout)
+        .after_connect(|conn, _| Box::pin(insist_on_read_write(conn)))
+        // The ping moves into `before_acquire`, after the cheaper check that drops
+        // connections made before the primary last moved.
+        .test_before_acquire(false)
+        .before_acquire(move |conn, meta| {
+            let primary = primary.clone();
+            Box::pin(async move { fresh_and_alive(conn, meta, &primary).await })
+        })
+        .connect_lazy_with(options)
+}
+
+/// libpq's `target_session_attrs=read-write` for every connection, one host or several: on
+/// a standby no connection is made, so no write is ever attempted there.
+async fn insist_on_read_write(conn: &mut PgConnection) -> Result<(), sqlx::Error> {
+    let read_only: String = sqlx::query_scalar("SHOW transaction_read_only")
+        .fetch_one(&mut *conn)
+        .await?;
+    if read_only == "on" {
+        return Err(sqlx::Error::Io(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            "the database does not allow writes (a standby?)",
+        )));
+    }
+    Ok(())
+}
+
+async fn fresh_and_alive(
+    conn: &mut PgConnection,
+    meta: PoolConnectionMetadata,
+    primary: &Primary,
+) -> Result<bool, sqlx::Error> {
+    let made = std::time::Instant::now().checked_sub(meta.age);
+    if made.is_none_or(|made| made < primary.since()) {
+        return Ok(false);
+    }
+    conn.ping().await?;
+    Ok(true)
+}
