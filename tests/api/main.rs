@@ -13,4 +13,5 @@ mod outage;
 mod scratch;
 mod sequences;
 mod serve;
+mod tls;
 mod vending;
