@@ -99,6 +99,95 @@ impl Pg {
     }
 }
 
+impl Pg {
+    /// Stops the server's every process with SIGSTOP: the postmaster first (so that it forks
+    /// no more), then whatever runs under it, until nothing new turns up. The server then
+    /// answers nothing, yet its kernel still completes TCP handshakes and acknowledges what is
+    /// sent, so neither connect timeouts nor keepalives notice. Continued when dropped.
+    pub fn freeze(&self) -> Frozen {
+        let pid_file = self.cluster.dir().join("pgdata/postmaster.pid");
+        let postmaster: u32 = std::fs::read_to_string(pid_file)
+            .unwrap()
+            .lines()
+            .next()
+            .and_then(|line| line.trim().parse().ok())
+            .expect("the postmaster's pid");
+        let mut frozen = Frozen { pids: Vec::new() };
+        loop {
+            let new: Vec<u32> = process_tree(postmaster)
+                .into_iter()
+                .filter(|pid| !frozen.pids.contains(pid))
+                .collect();
+            if new.is_empty() {
+                return frozen;
+            }
+            signal("-STOP", &new);
+            frozen.pids.extend(new);
+        }
+    }
+}
+
+/// A frozen server's processes, continued (SIGCONT) when dropped, so that a failing scenario
+/// leaves nothing stopped behind it.
+pub struct Frozen {
+    pids: Vec<u32>,
+}
+
+impl Frozen {
+    pub fn processes(&self) -> usize {
+        self.pids.len()
+    }
+}
+
+impl Drop for Frozen {
+    fn drop(&mut self) {
+        signal("-CONT", &self.pids);
+    }
+}
+
+fn signal(which: &str, pids: &[u32]) {
+    // A process that exited meanwhile makes kill fail; the others are signalled all the same.
+    let _ = Command::new("kill")
+        .arg(which)
+        .args(pids.iter().map(u32::to_string))
+        .stderr(Stdio::null())
+        .status();
+}
+
+/// `root` and every process descended from it, parents before children, from /proc.
+fn process_tree(root: u32) -> Vec<u32> {
+    let parents: Vec<(u32, u32)> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| {
+            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+            // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+            let ppid = stat
+                .rsplit_once(')')?
+                .1
+                .split_whitespace()
+                .nth(1)?
+                .parse()
+                .ok()?;
+            Some((pid, ppid))
+        })
+        .collect();
+    let mut tree = vec![root];
+    let mut i = 0;
+    while i < tree.len() {
+        let parent = tree[i];
+        tree.extend(
+            parents
+                .iter()
+                .filter(|(_, p)| *p == parent)
+                .map(|(pid, _)| *pid),
+        );
+        i += 1;
+    }
+    tree
+}
+
 /// One `seqvend serve` process.
 pub struct Seqvend {
     child: Child,

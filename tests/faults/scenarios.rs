@@ -239,11 +239,13 @@ async fn wait_for(pg: &Pg, query: &str, what: &str) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn failover_to_a_synchronous_standby_under_load_never_vends_a_value_twice() {
-    let _turn = one_at_a_time().await;
-    let primary = Pg::start("primary", &[]).await;
-    let standby = primary.standby("standby", "standby1").await;
+/// A primary and its synchronous standby, both running, and one URL naming both hosts (the
+/// primary first): seqvend connects to whichever accepts writes.
+async fn synchronous_pair(label: &str) -> (Pg, Pg, String) {
+    let primary = Pg::start(&format!("{label}-primary"), &[]).await;
+    let standby = primary
+        .standby(&format!("{label}-standby"), "standby1")
+        .await;
     run(
         &primary,
         "ALTER SYSTEM SET synchronous_standby_names = 'standby1'",
@@ -252,14 +254,28 @@ async fn failover_to_a_synchronous_standby_under_load_never_vends_a_value_twice(
     run(&primary, "SELECT pg_reload_conf()").await;
     let synchronous = "SELECT EXISTS (SELECT 1 FROM pg_stat_replication WHERE application_name = 'standby1' AND sync_state = 'sync')";
     wait_for(&primary, synchronous, "the standby is synchronous").await;
-
-    // One URL naming both hosts: seqvend connects to whichever accepts writes.
     let url = format!(
         "postgres://seqvend:{}@127.0.0.1:{},127.0.0.1:{}/seqvend?target_session_attrs=read-write",
         primary.cluster.password(),
         primary.cluster.port(),
         standby.cluster.port()
     );
+    (primary, standby, url)
+}
+
+/// Promotes the standby and lets it commit alone.
+async fn promote(standby: &Pg) {
+    run(standby, "SELECT pg_promote(true, 60)").await;
+    // The promoted standby inherits synchronous_standby_names and, with no standby of its
+    // own, would block every commit.
+    run(standby, "ALTER SYSTEM RESET synchronous_standby_names").await;
+    run(standby, "SELECT pg_reload_conf()").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn failover_to_a_synchronous_standby_under_load_never_vends_a_value_twice() {
+    let _turn = one_at_a_time().await;
+    let (primary, standby, url) = synchronous_pair("failover").await;
     let seqvend = Seqvend::start(&url, &[]).await;
     let ranges = [(1, 400_000), (1_000_001, 1_400_000)];
     create(&seqvend.address(), "parcel", &ranges).await;
@@ -270,11 +286,7 @@ async fn failover_to_a_synchronous_standby_under_load_never_vends_a_value_twice(
 
     primary.stop(Shutdown::Immediate).await;
     let failed = Instant::now();
-    run(&standby, "SELECT pg_promote(true, 60)").await;
-    // The promoted standby inherits synchronous_standby_names and, with no standby of its
-    // own, would block every commit.
-    run(&standby, "ALTER SYSTEM RESET synchronous_standby_names").await;
-    run(&standby, "SELECT pg_reload_conf()").await;
+    promote(&standby).await;
     let promoted = failed.elapsed();
     until_more_values(&record, 1).await;
     let carried_on = failed.elapsed();
@@ -289,6 +301,91 @@ async fn failover_to_a_synchronous_standby_under_load_never_vends_a_value_twice(
         &outcome,
         &record,
         &format!("standby promoted {promoted:?} after the primary died; values flowed again after {carried_on:?}, no restart of seqvend"),
+    );
+}
+
+/// How long the primary stays frozen before the standby is promoted.
+const FROZEN_FOR: Duration = Duration::from_secs(6);
+/// seqvend's default vend deadline, and what an answer may take beyond it (two busy cores).
+const VEND_DEADLINE: Duration = Duration::from_secs(2);
+const SLACK: Duration = Duration::from_millis(1500);
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_frozen_primary_gets_prompt_503s_and_after_failover_values_flow_without_a_restart() {
+    let _turn = one_at_a_time().await;
+    let (primary, standby, url) = synchronous_pair("frozen").await;
+    let seqvend = Seqvend::start(&url, &[]).await;
+    let ranges = [(1, 400_000), (1_000_001, 1_400_000)];
+    create(&seqvend.address(), "parcel", &ranges).await;
+    let stop = Arc::new(AtomicBool::new(false));
+    // Patient clients (10 s): a request that outlasts that patience hung.
+    let load = Load {
+        impatient_every: 0,
+        ..LOAD
+    };
+    let (record, mut clients) =
+        start_clients(vec![seqvend.address()], "parcel", load, stop.clone());
+    until_more_values(&record, 3_000).await;
+
+    let frozen = primary.freeze();
+    let froze = Instant::now();
+    record.slowest_answer_us.store(0, Ordering::Relaxed);
+    let unavailable_before = record.unavailable.load(Ordering::Relaxed);
+    while record.unavailable.load(Ordering::Relaxed) == unavailable_before {
+        assert!(
+            froze.elapsed() < Duration::from_secs(10),
+            "no 503 within 10 s of the freeze"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let first_503 = froze.elapsed();
+    assert!(
+        first_503 < VEND_DEADLINE + SLACK,
+        "first 503 after {first_503:?}"
+    );
+    // The fault lasts a while: every request is answered all the same.
+    tokio::time::sleep_until((froze + FROZEN_FOR).into()).await;
+    let slowest_frozen = Duration::from_micros(record.slowest_answer_us.load(Ordering::Relaxed));
+
+    promote(&standby).await;
+    let promoted = Instant::now();
+    let values_at_promotion = record.values.lock().unwrap().len();
+    while record.values.lock().unwrap().len() == values_at_promotion {
+        assert!(
+            promoted.elapsed() < Duration::from_secs(10),
+            "no value within 10 s of the promotion"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let flowing = promoted.elapsed();
+    until_more_values(&record, 3_000).await;
+    stop.store(true, Ordering::Relaxed);
+    while clients.join_next().await.is_some() {}
+
+    let slowest = Duration::from_micros(record.slowest_answer_us.load(Ordering::Relaxed));
+    assert!(
+        slowest < VEND_DEADLINE + SLACK,
+        "an answer took {slowest:?} after the freeze"
+    );
+    assert_eq!(
+        record.cancelled.load(Ordering::Relaxed),
+        0,
+        "requests outlasted their clients' 10 s patience"
+    );
+    // Read back through the registry pool, which must have followed the new primary.
+    let outcome = check(&seqvend.address(), "parcel", &ranges, &record).await;
+    let processes = frozen.processes();
+    drop(frozen);
+    primary.stop(Shutdown::Immediate).await;
+    report(
+        "3b-frozen-primary",
+        "primary frozen under load (SIGSTOP of the postmaster and all its processes); synchronous standby promoted",
+        &outcome,
+        &record,
+        &format!(
+            "{processes} processes frozen; first 503 {first_503:?} after the freeze; slowest answer {slowest_frozen:?} while frozen, \
+             {slowest:?} from the freeze on; values flowed again {flowing:?} after the promotion, no restart of seqvend"
+        ),
     );
 }
 
