@@ -1,5 +1,6 @@
 //! Configuration, read once from the environment at startup (see the README's table).
 
+use std::fmt;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -8,7 +9,9 @@ use anyhow::{bail, Context};
 
 use crate::auth::Tokens;
 
-#[derive(Debug, Clone)]
+/// Plain data. `Debug` hides the secrets: the password in `database_url` (see `redact_url`)
+/// and the tokens (see `Tokens`).
+#[derive(Clone)]
 pub struct Settings {
     /// None: start a private PostgreSQL cluster in `data_dir`.
     pub database_url: Option<String>,
@@ -20,6 +23,62 @@ pub struct Settings {
     pub database: DatabaseSettings,
     pub vend: VendSettings,
     pub watch: WatchSettings,
+}
+
+impl fmt::Debug for Settings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Taken apart whole, so that a new field cannot be left out (or shown) unnoticed.
+        let Settings {
+            database_url,
+            data_dir,
+            listen,
+            workers,
+            tokens,
+            log_json,
+            database,
+            vend,
+            watch,
+        } = self;
+        f.debug_struct("Settings")
+            .field("database_url", &database_url.as_deref().map(redact_url))
+            .field("data_dir", data_dir)
+            .field("listen", listen)
+            .field("workers", workers)
+            .field("tokens", tokens)
+            .field("log_json", log_json)
+            .field("database", database)
+            .field("vend", vend)
+            .field("watch", watch)
+            .finish()
+    }
+}
+
+/// A PostgreSQL URL or connection string with its password, wherever it is, replaced.
+pub fn redact_url(url: &str) -> String {
+    const HIDDEN: &str = "[redacted]";
+    let mut shown = url.to_owned();
+    // postgres://user:password@host/...: the password runs from the first ':' of the user
+    // info to its last '@'.
+    if let Some(start) = shown.find("://").map(|i| i + 3) {
+        let authority_end = shown[start..]
+            .find(['/', '?'])
+            .map_or(shown.len(), |i| start + i);
+        if let Some(at) = shown[start..authority_end].rfind('@').map(|i| start + i) {
+            if let Some(colon) = shown[start..at].find(':').map(|i| start + i) {
+                shown.replace_range(colon + 1..at, HIDDEN);
+            }
+        }
+    }
+    // `password=...` as a URL parameter or in a key=value string.
+    let mut from = 0;
+    while let Some(found) = shown[from..].find("password=").map(|i| from + i + 9) {
+        let end = shown[found..]
+            .find(['&', ' '])
+            .map_or(shown.len(), |i| found + i);
+        shown.replace_range(found..end, HIDDEN);
+        from = found + HIDDEN.len();
+    }
+    shown
 }
 
 #[derive(Debug, Clone)]
@@ -220,6 +279,43 @@ mod tests {
             .unwrap()
             .tokens
             .disabled());
+    }
+
+    #[test]
+    fn debug_output_never_shows_the_database_password_or_a_token() {
+        let url = "postgres://seqvend:s3cret-pw@db1:5432,db2:5432/seqvend?sslmode=require";
+        let s = settings(&[
+            ("DATABASE_URL", url),
+            ("SEQVEND_ADMIN_TOKENS", "secret-admin"),
+            ("SEQVEND_VEND_TOKENS", "secret-vend"),
+        ])
+        .unwrap();
+        let shown = format!("{s:?}");
+        assert!(
+            !shown.contains("s3cret") && !shown.contains("secret-"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("db1:5432,db2:5432/seqvend?sslmode=require"),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn passwords_are_redacted_wherever_a_url_puts_them() {
+        assert_eq!(
+            redact_url("postgresql://u:p%40ss@h/db"),
+            "postgresql://u:[redacted]@h/db"
+        );
+        assert_eq!(redact_url("postgres://u@h/db"), "postgres://u@h/db");
+        assert_eq!(
+            redact_url("postgres://h/db?user=u&password=pw&sslmode=require"),
+            "postgres://h/db?user=u&password=[redacted]&sslmode=require"
+        );
+        assert_eq!(
+            redact_url("host=h password=pw user=u"),
+            "host=h password=[redacted] user=u"
+        );
     }
 
     #[test]
