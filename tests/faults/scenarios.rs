@@ -389,6 +389,36 @@ async fn a_frozen_primary_gets_prompt_503s_and_after_failover_values_flow_withou
     );
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn a_standby_alone_is_refused_by_both_pools_as_unavailable_before_any_statement() {
+    let _turn = one_at_a_time().await;
+    let primary = Pg::start("read-only-primary", &[]).await;
+    let standby = primary.standby("read-only-standby", "standby1").await;
+    let settings = seqvend::settings::DatabaseSettings::default();
+
+    let vend = seqvend::db::vend_pool(&standby.url, &settings).unwrap();
+    let err = anyhow::Error::from(vend.get().await.expect_err("the standby was refused"));
+    assert!(
+        format!("{err:#}").contains("does not allow writes"),
+        "{err:#}"
+    );
+    assert!(seqvend::db::is_unavailable(&err), "{err:#}");
+
+    let registry = seqvend::db::registry_pool(&standby.url, &settings).unwrap();
+    let asked = Instant::now();
+    let err = sqlx::query("SELECT 1")
+        .execute(&registry)
+        .await
+        .expect_err("the standby was refused");
+    let err = anyhow::Error::from(err);
+    assert!(seqvend::db::is_unavailable(&err), "{err:#}");
+    assert!(
+        asked.elapsed() < settings.connect_timeout + SLACK,
+        "refused after {:?}",
+        asked.elapsed()
+    );
+}
+
 /// schemathesis (installed by scripts/test.sh into target/schemathesis) fuzzes every operation
 /// of the OpenAPI document seqvend serves. Checks: no 5xx, every status, content type, header
 /// and body as documented, invalid data rejected, undocumented methods refused with `Allow`.
