@@ -81,7 +81,7 @@ impl Primary {
 
 /// Keeps `pool` (and, through `connector`'s `Primary`, the vend pool) on the primary, for as
 /// long as the process runs. `finish` adds seqvend's session settings to a host's options.
-pub fn follow(
+pub(crate) fn follow(
     pool: PgPool,
     connector: Connector,
     timeout: Duration,

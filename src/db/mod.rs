@@ -3,11 +3,11 @@
 //! `DATABASE_URL` becomes connections — TLS as libpq reads it (`tls`), every host tried in turn
 //! under one deadline each (`connect`), and only ever a read-write session.
 
-pub mod connect;
+pub(crate) mod connect;
 mod pg_error;
 mod registry;
 mod target;
-pub mod tls;
+mod tls;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -65,8 +65,13 @@ struct Database {
 
 impl Database {
     fn new(url: &str, settings: &DatabaseSettings) -> anyhow::Result<Self> {
+        let target = Target::parse(url)?;
+        let hosts: Vec<String> = (0..target.host_count())
+            .map(|i| target.describe(i))
+            .collect();
+        tracing::info!(?hosts, tls = ?target.tls.mode(), "database connections");
         Ok(Self {
-            target: Arc::new(Target::parse(url)?),
+            target: Arc::new(target),
             primary: Primary::default(),
             settings: settings.clone(),
         })
@@ -126,6 +131,14 @@ impl Database {
             .build()
             .context("building the vend connection pool")
     }
+}
+
+/// Closes a vend connection instead of returning it to the pool: for a connection whose
+/// statement was abandoned (its client-side deadline passed). It may still be waiting for that
+/// statement's answer, and the next statement sent on it would wait behind it.
+pub fn discard(client: deadpool_postgres::Object) {
+    // Taken out of the pool, the connection's task is aborted when it drops, closing the socket.
+    drop(deadpool_postgres::Object::take(client));
 }
 
 /// True when the failure means "the database cannot serve now" (down, restarting, failing
