@@ -135,3 +135,30 @@ async fn still_primary(watched: &tokio_postgres::Client, timeout: Duration) -> b
     let answer = tokio::time::timeout(timeout, watched.query_one(query, &[])).await;
     matches!(answer, Ok(Ok(row)) if row.get::<_, bool>(0))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::future::Future;
+    use std::pin::pin;
+    use std::task::{Context, Poll, Waker};
+
+    use super::*;
+
+    fn poll_once(future: impl Future<Output = ()>) -> Poll<()> {
+        pin!(future).poll(&mut Context::from_waker(Waker::noop()))
+    }
+
+    #[test]
+    fn connections_hear_of_a_move_away_from_their_host_only() {
+        let primary = Primary::default();
+        let before = primary.since();
+        let (on_0, on_1) = (primary.moved_away_from(0), primary.moved_away_from(1));
+        primary.move_to(1);
+        assert_eq!(poll_once(on_0), Poll::Ready(()));
+        assert_eq!(poll_once(on_1), Poll::Pending);
+        assert_eq!(primary.host(), 1);
+        assert!(primary.since() >= before);
+        // Connections made after a move hear only of later ones.
+        assert_eq!(poll_once(primary.moved_away_from(0)), Poll::Pending);
+    }
+}
