@@ -192,6 +192,10 @@ impl Settings {
             statement_timeout: millis(get("SEQVEND_STATEMENT_TIMEOUT_MS"), db.statement_timeout)?,
             startup_patience: db.startup_patience,
         };
+        // The kernel counts keepalives in whole seconds: less than one would refuse every connection.
+        if database.tcp_timeout < Duration::from_secs(1) {
+            bail!("SEQVEND_DB_TCP_TIMEOUT_MS must be at least 1000");
+        }
         let vend = VendSettings {
             coalesce: parse_bool(get("SEQVEND_COALESCE"), vend.coalesce)?,
             batch_max_requests: parse(get("SEQVEND_BATCH_MAX"), vend.batch_max_requests)?,
@@ -326,6 +330,8 @@ mod tests {
         let s = settings(&[("SEQVEND_ADMIN_TOKENS", "a"), ("SEQVEND_COALESCE", "off")]).unwrap();
         assert!(!s.vend.coalesce);
         assert!(settings(&[("SEQVEND_ADMIN_TOKENS", "a"), ("SEQVEND_POOL_SIZE", "x")]).is_err());
+        let tcp = ("SEQVEND_DB_TCP_TIMEOUT_MS", "500");
+        assert!(settings(&[("SEQVEND_ADMIN_TOKENS", "a"), tcp]).is_err());
         assert!(settings(&[("SEQVEND_ADMIN_TOKENS", "a"), ("SEQVEND_LISTEN", "nowhere")]).is_err());
     }
 }

@@ -76,8 +76,8 @@ impl Connector {
             // connection's keepalives give up after about `tcp_timeout`.
             .tcp_user_timeout(self.tcp_timeout)
             .keepalives(true)
-            .keepalives_idle(self.tcp_timeout / 2)
-            .keepalives_interval(self.tcp_timeout / 6)
+            .keepalives_idle(at_least_a_second(self.tcp_timeout / 2))
+            .keepalives_interval(at_least_a_second(self.tcp_timeout / 6))
             .keepalives_retries(3);
         let moved_away = self.primary.moved_away_from(i);
         let host = self.target.describe(i);
@@ -123,6 +123,11 @@ impl Connector {
         }
         Err(failure.expect("a target has at least one host"))
     }
+}
+
+/// The kernel takes keepalive times in whole seconds, and refuses zero.
+fn at_least_a_second(duration: Duration) -> Duration {
+    duration.max(Duration::from_secs(1))
 }
 
 /// The vend pool's connections.
