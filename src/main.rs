@@ -5,14 +5,15 @@ use seqvend::local_pg::{self, LocalCluster, Shutdown};
 use seqvend::settings::Settings;
 use seqvend::startup::Application;
 use seqvend::telemetry;
+use tokio::signal::unix::{signal, Signal, SignalKind};
 
 const USAGE: &str =
     "usage: seqvend serve\n\nConfiguration comes from the environment; see README.md.";
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
-    match std::env::args().nth(1).as_deref() {
-        Some("serve") => serve().await,
+fn main() -> anyhow::Result<()> {
+    let mut args = std::env::args().skip(1);
+    match args.next().as_deref() {
+        Some("serve") => tokio::runtime::Runtime::new()?.block_on(serve()),
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
             Ok(())
@@ -39,8 +40,10 @@ async fn serve() -> anyhow::Result<()> {
         }
     };
     let app = Application::build(&settings, &url).await?;
+    stop_on_signals(app.handle())?;
     tracing::info!(address = %settings.listen.ip(), port = app.port(), "seqvend is serving");
     let served = app.run_until_stopped().await;
+    // Only now, with every request answered, may PostgreSQL go.
     if let Some(cluster) = cluster {
         tracing::info!("stopping the private PostgreSQL cluster");
         tokio::task::spawn_blocking(move || cluster.stop(Shutdown::Fast)).await??;
@@ -51,11 +54,53 @@ async fn serve() -> anyhow::Result<()> {
 async fn start_private_cluster(settings: &Settings) -> anyhow::Result<LocalCluster> {
     let dir = settings.data_dir.clone();
     tracing::info!(dir = %dir.display(), "no DATABASE_URL: starting a private PostgreSQL cluster");
-    // Started from this (main) thread: the cluster lives as long as the process.
-    let cluster = LocalCluster::open(&dir, &[])
-        .with_context(|| format!("preparing the PostgreSQL cluster in {}", dir.display()))?;
-    cluster.start()?;
+    let cluster = tokio::task::spawn_blocking(move || {
+        let cluster = LocalCluster::open(&dir, &[])
+            .with_context(|| format!("preparing the PostgreSQL cluster in {}", dir.display()))?;
+        cluster.start()?;
+        anyhow::Ok(cluster)
+    })
+    .await??;
     local_pg::ensure_database(&cluster, "seqvend").await?;
     tracing::info!(port = cluster.port(), "private PostgreSQL cluster is up");
     Ok(cluster)
+}
+
+/// SIGINT (Ctrl-C) and SIGTERM both stop the server gracefully: no new connections, requests
+/// in flight answered. A second signal stops it at once, for an operator who will not wait.
+/// Until this is called, the default actions apply: the process ends, and the private
+/// cluster with it (immediate shutdown; PostgreSQL recovers on the next start).
+fn stop_on_signals(server: actix_web::dev::ServerHandle) -> std::io::Result<()> {
+    // Registered here, not in the task, so that no signal slips by before the task runs.
+    let mut signals = Signals {
+        interrupt: signal(SignalKind::interrupt())?,
+        terminate: signal(SignalKind::terminate())?,
+    };
+    tokio::spawn(async move {
+        let name = signals.next().await;
+        tracing::info!(signal = name, "stopping: finishing the requests in flight");
+        let graceful = server.stop(true);
+        tokio::select! {
+            () = graceful => {}
+            name = signals.next() => {
+                tracing::warn!(signal = name, "stopping now, without waiting for requests in flight");
+                server.stop(false).await;
+            }
+        }
+    });
+    Ok(())
+}
+
+struct Signals {
+    interrupt: Signal,
+    terminate: Signal,
+}
+
+impl Signals {
+    async fn next(&mut self) -> &'static str {
+        tokio::select! {
+            _ = self.interrupt.recv() => "SIGINT",
+            _ = self.terminate.recv() => "SIGTERM",
+        }
+    }
 }

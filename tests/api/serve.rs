@@ -1,6 +1,7 @@
 //! The `seqvend serve` binary itself: refusing to start unsafely, the one-command start with
 //! a private PostgreSQL, persistence across restarts, graceful shutdown.
 
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -38,8 +39,20 @@ struct Served {
 
 impl Served {
     async fn start(data_dir: &std::path::Path) -> Self {
+        Self::spawn(data_dir, Command::new(BINARY)).await
+    }
+
+    /// Started as a shell starts a job: leader of a process group of its own, the group a
+    /// terminal's Ctrl-C goes to.
+    async fn start_as_job(data_dir: &std::path::Path) -> Self {
+        let mut command = Command::new(BINARY);
+        command.process_group(0);
+        Self::spawn(data_dir, command).await
+    }
+
+    async fn spawn(data_dir: &std::path::Path, mut command: Command) -> Self {
         let port = free_port();
-        let child = Command::new(BINARY)
+        let child = command
             .arg("serve")
             .env_remove("DATABASE_URL")
             .env("SEQVEND_DATA_DIR", data_dir)
@@ -73,6 +86,16 @@ impl Served {
     fn signal_term(&self) {
         let pid = self.child.id().to_string();
         Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    }
+
+    /// What Ctrl-C at a terminal does: SIGINT to every process in the job's group.
+    fn interrupt_job(&self) {
+        let group = format!("-{}", self.child.id());
+        let sent = Command::new("kill")
+            .args(["-INT", "--", &group])
+            .status()
+            .unwrap();
+        assert!(sent.success(), "kill -INT -- {group}");
     }
 
     async fn create(&self) {
@@ -137,48 +160,129 @@ async fn connect_to_private_cluster(dir: &std::path::Path) -> tokio_postgres::Cl
     client
 }
 
+/// A vend request held in flight: a session of the test's own holds the advisory lock the
+/// vend statement takes for sequence `p`, so the request waits in PostgreSQL until released.
+struct VendInFlight {
+    blocker: tokio_postgres::Client,
+    request: tokio::task::JoinHandle<reqwest::Result<reqwest::Response>>,
+}
+
+impl VendInFlight {
+    async fn start(served: &Served, dir: &std::path::Path) -> Self {
+        let blocker = connect_to_private_cluster(dir).await;
+        blocker
+            .batch_execute(
+                "SELECT pg_advisory_lock(1398166087, \
+                 (SELECT id FROM seqvend.sequences WHERE name = 'p'))",
+            )
+            .await
+            .unwrap();
+        let request = tokio::spawn(
+            reqwest::Client::new()
+                .post(format!("{}/sequences/p/next", served.address))
+                .bearer_auth(VEND_TOKEN)
+                .send(),
+        );
+        eventually(
+            Duration::from_secs(10),
+            "the vend waits on the lock",
+            || async {
+                let waiting = "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'advisory'";
+                blocker
+                    .query_one(waiting, &[])
+                    .await
+                    .unwrap()
+                    .get::<_, i64>(0)
+                    > 0
+            },
+        )
+        .await;
+        Self { blocker, request }
+    }
+
+    /// Lets the vend go on and returns its response. If PostgreSQL has ended the blocking
+    /// session meanwhile, its lock went with it.
+    async fn release(self) -> reqwest::Response {
+        let _ = self
+            .blocker
+            .batch_execute("SELECT pg_advisory_unlock_all()")
+            .await;
+        self.request
+            .await
+            .unwrap()
+            .expect("the request in flight is answered")
+    }
+}
+
+/// Waits until seqvend has taken a stop signal in: it no longer accepts connections.
+async fn wait_until_not_accepting(served: &Served) {
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(1))
+        .build()
+        .unwrap();
+    eventually(
+        Duration::from_secs(10),
+        "seqvend stops accepting connections",
+        || {
+            let probe = http.get(format!("{}/healthz", served.address)).send();
+            async move { probe.await.is_err_and(|err| err.is_connect()) }
+        },
+    )
+    .await;
+}
+
+async fn assert_answered_with_the_first_value(response: reqwest::Response) {
+    assert_eq!(response.status(), StatusCode::OK);
+    let body: serde_json::Value = response.json().await.unwrap();
+    assert_eq!(body["value"], 1);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn sigterm_finishes_the_request_in_flight_before_exiting() {
     let dir = scratch_dir("graceful");
     let served = Served::start(&dir).await;
     served.create().await;
-    // Hold the range's lock so that a vend is in flight, waiting, when SIGTERM arrives.
-    let blocker = connect_to_private_cluster(&dir).await;
-    blocker
-        .batch_execute("SELECT pg_advisory_lock(1398166087, (SELECT id FROM seqvend.ranges))")
-        .await
-        .unwrap();
-    let in_flight = tokio::spawn(
-        reqwest::Client::new()
-            .post(format!("{}/sequences/p/next", served.address))
-            .bearer_auth(VEND_TOKEN)
-            .send(),
-    );
-    eventually(
-        Duration::from_secs(10),
-        "the vend waits on the range lock",
-        || async {
-            let waiting = "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'advisory'";
-            blocker
-                .query_one(waiting, &[])
-                .await
-                .unwrap()
-                .get::<_, i64>(0)
-                > 0
-        },
-    )
-    .await;
+    let vend = VendInFlight::start(&served, &dir).await;
     served.signal_term();
-    blocker
-        .batch_execute("SELECT pg_advisory_unlock_all()")
-        .await
-        .unwrap();
-    let response = in_flight
-        .await
-        .unwrap()
-        .expect("the request in flight is answered");
-    assert_eq!(response.status(), StatusCode::OK);
-    let body: serde_json::Value = response.json().await.unwrap();
-    assert_eq!(body["value"], 1);
+    wait_until_not_accepting(&served).await;
+    assert_answered_with_the_first_value(vend.release().await).await;
     assert!(served.wait().success(), "a graceful shutdown exits 0");
+}
+
+/// The postmaster's pid, from the first line of its pid file.
+fn postmaster_pid(dir: &std::path::Path) -> u32 {
+    let pid_file = std::fs::read_to_string(dir.join("pgdata/postmaster.pid")).unwrap();
+    pid_file.lines().next().unwrap().trim().parse().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_finishes_the_request_in_flight_then_stops_postgresql_fast() {
+    let dir = scratch_dir("ctrl-c");
+    let served = Served::start_as_job(&dir).await;
+    served.create().await;
+    let postmaster = postmaster_pid(&dir);
+    let vend = VendInFlight::start(&served, &dir).await;
+    // Were PostgreSQL in seqvend's process group, this SIGINT would start its fast shutdown
+    // now, ending the session the vend runs in before it could be answered.
+    served.interrupt_job();
+    wait_until_not_accepting(&served).await;
+    assert_answered_with_the_first_value(vend.release().await).await;
+    assert!(
+        served.wait().success(),
+        "Ctrl-C is a graceful shutdown: exit 0"
+    );
+    assert!(
+        !dir.join("pgdata/postmaster.pid").exists(),
+        "PostgreSQL removed its pid file as it shut down"
+    );
+    assert!(
+        !std::path::Path::new(&format!("/proc/{postmaster}")).exists(),
+        "the postmaster (pid {postmaster}) is gone"
+    );
+    let log = std::fs::read_to_string(dir.join("postgres.log")).unwrap();
+    assert!(
+        log.contains("received fast shutdown request")
+            && log.contains("database system is shut down"),
+        "seqvend stopped PostgreSQL with a fast shutdown:\n{log}"
+    );
 }
