@@ -76,15 +76,18 @@ fn stop_on_signals(server: actix_web::dev::ServerHandle) -> std::io::Result<()> 
         interrupt: signal(SignalKind::interrupt())?,
         terminate: signal(SignalKind::terminate())?,
     };
+    // Each stop is requested before it is logged: logging panics when stdout and stderr are
+    // gone (a closed terminal or a dead parent), and must not leave seqvend unstoppable.
     tokio::spawn(async move {
         let name = signals.next().await;
-        tracing::info!(signal = name, "stopping: finishing the requests in flight");
         let graceful = server.stop(true);
+        tracing::info!(signal = name, "stopping: finishing the requests in flight");
         tokio::select! {
             () = graceful => {}
             name = signals.next() => {
+                let forced = server.stop(false);
                 tracing::warn!(signal = name, "stopping now, without waiting for requests in flight");
-                server.stop(false).await;
+                forced.await;
             }
         }
     });
