@@ -3,7 +3,7 @@
 //!
 //! PostgreSQL refuses to run as root, so as root the cluster belongs to the `postgres` user.
 //! No cluster outlives its owner, and none ends before its owner is done with it (see
-//! `postmaster`).
+//! `postmaster`). A directory seqvend did not make is never taken over (see `data_dir`).
 
 #![allow(unsafe_code)]
 

@@ -24,6 +24,57 @@ fn serve_refuses_to_start_without_tokens_unless_auth_is_switched_off() {
     assert!(stderr.contains("SEQVEND_AUTH_DISABLED"), "{stderr}");
 }
 
+#[test]
+fn serve_refuses_a_data_dir_it_did_not_make_and_leaves_it_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch_dir("foreign");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("thesis.tex"), "months of work").unwrap();
+    let mode = |dir: &std::path::Path| std::fs::metadata(dir).unwrap().permissions().mode();
+    let mode_before = mode(&dir);
+
+    let child = Command::new(BINARY)
+        .arg("serve")
+        .env_remove("DATABASE_URL")
+        .env("SEQVEND_DATA_DIR", &dir)
+        .env("SEQVEND_LISTEN", "127.0.0.1:0")
+        .env("SEQVEND_ADMIN_TOKENS", ADMIN_TOKEN)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let output = exit_within(child, Duration::from_secs(30));
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains(&dir.display().to_string()), "{stderr}");
+    assert!(stderr.contains("not made by seqvend"), "{stderr}");
+
+    let names: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["thesis.tex"], "nothing was added");
+    let kept = std::fs::read_to_string(dir.join("thesis.tex")).unwrap();
+    assert_eq!(kept, "months of work");
+    assert_eq!(mode(&dir), mode_before, "the directory's mode is unchanged");
+}
+
+/// The output of `child` once it has exited; if it is still running after `patience` (had it
+/// started serving), it is stopped and the test fails.
+fn exit_within(mut child: Child, patience: Duration) -> std::process::Output {
+    let deadline = std::time::Instant::now() + patience;
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let pid = child.id().to_string();
+            Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+            child.wait().unwrap();
+            panic!("seqvend serve was still running after {patience:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -126,6 +177,8 @@ impl Served {
 #[tokio::test(flavor = "multi_thread")]
 async fn serve_without_a_database_url_runs_its_own_postgresql_and_values_persist() {
     let dir = scratch_dir("serve");
+    // Made empty beforehand, as an operator would; the other tests let serve create it.
+    std::fs::create_dir_all(&dir).unwrap();
     let first = Served::start(&dir).await;
     first.create().await;
     assert_eq!((first.next().await, first.next().await), (1, 2));
