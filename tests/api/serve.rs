@@ -83,13 +83,15 @@ fn free_port() -> u16 {
         .port()
 }
 
-struct Served {
+/// A `seqvend serve` process with a private cluster, ready.
+pub struct Served {
     child: Child,
-    address: String,
+    pub address: String,
+    pub port: u16,
 }
 
 impl Served {
-    async fn start(data_dir: &std::path::Path) -> Self {
+    pub async fn start(data_dir: &std::path::Path) -> Self {
         Self::spawn(data_dir, Command::new(BINARY)).await
     }
 
@@ -121,11 +123,15 @@ impl Served {
             async move { request.await.is_ok_and(|r| r.status() == StatusCode::OK) }
         })
         .await;
-        Self { child, address }
+        Self {
+            child,
+            address,
+            port,
+        }
     }
 
     /// SIGTERM, then the exit status.
-    fn terminate(self) -> std::process::ExitStatus {
+    pub fn terminate(self) -> std::process::ExitStatus {
         self.signal_term();
         self.wait()
     }
