@@ -134,3 +134,50 @@ fn wait_for_exit_without_reaping(pid: libc::pid_t) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PATIENCE: Duration = Duration::from_secs(10);
+
+    /// Field 5 of /proc/<pid>/stat: the process group. (The command name, field 2, is in
+    /// parentheses and may hold spaces, so count from the closing one.)
+    fn process_group(pid: libc::pid_t) -> libc::pid_t {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        let after_name = &stat[stat.rfind(')').unwrap() + 2..];
+        after_name.split(' ').nth(2).unwrap().parse().unwrap()
+    }
+
+    #[test]
+    fn it_leads_a_process_group_of_its_own_and_stops_when_signalled() {
+        let mut command = Command::new("sleep");
+        command.arg("60");
+        let postmaster = Postmaster::spawn(command).unwrap();
+        assert_eq!(process_group(postmaster.pid), postmaster.pid);
+        assert!(!postmaster.has_exited());
+        postmaster.signal(libc::SIGTERM);
+        assert!(postmaster.wait_for_exit(PATIENCE));
+    }
+
+    #[test]
+    fn once_exited_it_is_reaped_and_never_signalled_again() {
+        let postmaster = Postmaster::spawn(Command::new("true")).unwrap();
+        assert!(postmaster.wait_for_exit(PATIENCE));
+        assert!(postmaster.has_exited());
+        let reaped = !std::path::Path::new(&format!("/proc/{}", postmaster.pid)).exists();
+        assert!(reaped, "no zombie left behind");
+        // Its pid may belong to another process by now: this must send nothing.
+        postmaster.signal(libc::SIGKILL);
+    }
+
+    #[test]
+    fn waiting_for_a_running_one_gives_up_at_the_deadline() {
+        let mut command = Command::new("sleep");
+        command.arg("60");
+        let postmaster = Postmaster::spawn(command).unwrap();
+        assert!(!postmaster.wait_for_exit(Duration::from_millis(50)));
+        postmaster.signal(libc::SIGKILL);
+        assert!(postmaster.wait_for_exit(PATIENCE));
+    }
+}
