@@ -314,6 +314,16 @@ fn postmaster_pid(dir: &std::path::Path) -> u32 {
     pid_file.lines().next().unwrap().trim().parse().unwrap()
 }
 
+/// Whether `pid` is a live process: neither gone nor a zombie waiting to be reaped.
+fn is_running(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    // The state follows the command name, which is in parentheses and may hold spaces.
+    let state = stat[stat.rfind(')').unwrap() + 2..].chars().next();
+    state != Some('Z')
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn ctrl_c_finishes_the_request_in_flight_then_stops_postgresql_fast() {
     let dir = scratch_dir("ctrl-c");
@@ -335,7 +345,7 @@ async fn ctrl_c_finishes_the_request_in_flight_then_stops_postgresql_fast() {
         "PostgreSQL removed its pid file as it shut down"
     );
     assert!(
-        !std::path::Path::new(&format!("/proc/{postmaster}")).exists(),
+        !is_running(postmaster),
         "the postmaster (pid {postmaster}) is gone"
     );
     let log = std::fs::read_to_string(dir.join("postgres.log")).unwrap();
@@ -343,5 +353,24 @@ async fn ctrl_c_finishes_the_request_in_flight_then_stops_postgresql_fast() {
         log.contains("received fast shutdown request")
             && log.contains("database system is shut down"),
         "seqvend stopped PostgreSQL with a fast shutdown:\n{log}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn when_seqvend_is_killed_its_postgresql_goes_too() {
+    let dir = scratch_dir("orphan");
+    let served = Served::start(&dir).await;
+    let postmaster = postmaster_pid(&dir);
+    let pid = served.child.id().to_string();
+    Command::new("kill").args(["-KILL", &pid]).status().unwrap();
+    assert!(!served.wait().success());
+    eventually(Duration::from_secs(20), "the postmaster exits", || async {
+        !is_running(postmaster)
+    })
+    .await;
+    let log = std::fs::read_to_string(dir.join("postgres.log")).unwrap();
+    assert!(
+        log.contains("received immediate shutdown request"),
+        "the parent-death signal (SIGQUIT) stopped PostgreSQL:\n{log}"
     );
 }
