@@ -50,15 +50,18 @@ async fn serve() -> anyhow::Result<()> {
         }
     };
     let app = Application::build(&settings, &url).await?;
-    stop_on_signals(app.handle())?;
+    let forced = stop_on_signals(app.handle())?;
     tracing::info!(address = %settings.listen.ip(), port = app.port(), "seqvend is serving");
-    let served = app.run_until_stopped().await;
-    // Only now, with every request answered, may PostgreSQL go.
+    let served = tokio::select! {
+        served = app.run_until_stopped() => served.context("serving HTTP"),
+        () = forced => Err(anyhow::anyhow!("stopped by a second signal, without waiting for the requests in flight")),
+    };
+    // Only now, with every request answered (or given up on), may PostgreSQL go.
     if let Some(cluster) = cluster {
         tracing::info!("stopping the private PostgreSQL cluster");
         tokio::task::spawn_blocking(move || cluster.stop(Shutdown::Fast)).await??;
     }
-    served.context("serving HTTP")
+    served
 }
 
 async fn start_private_cluster(settings: &Settings) -> anyhow::Result<LocalCluster> {
@@ -77,31 +80,38 @@ async fn start_private_cluster(settings: &Settings) -> anyhow::Result<LocalClust
 }
 
 /// SIGINT (Ctrl-C) and SIGTERM both stop the server gracefully: no new connections, requests
-/// in flight answered. A second signal stops it at once, for an operator who will not wait.
+/// in flight answered. The returned future resolves at a second signal, for an operator who
+/// will not wait: actix takes no second stop command, so `serve` stops waiting for it instead.
 /// Until this is called, the default actions apply: the process ends, and the private
 /// cluster with it (immediate shutdown; PostgreSQL recovers on the next start).
-fn stop_on_signals(server: actix_web::dev::ServerHandle) -> std::io::Result<()> {
+fn stop_on_signals(
+    server: actix_web::dev::ServerHandle,
+) -> std::io::Result<impl std::future::Future<Output = ()>> {
     // Registered here, not in the task, so that no signal slips by before the task runs.
     let mut signals = Signals {
         interrupt: signal(SignalKind::interrupt())?,
         terminate: signal(SignalKind::terminate())?,
     };
+    let (force, forced) = tokio::sync::oneshot::channel();
     // Each stop is requested before it is logged: logging panics when stdout and stderr are
     // gone (a closed terminal or a dead parent), and must not leave seqvend unstoppable.
     tokio::spawn(async move {
         let name = signals.next().await;
-        let graceful = server.stop(true);
+        drop(server.stop(true));
         tracing::info!(signal = name, "stopping: finishing the requests in flight");
-        tokio::select! {
-            () = graceful => {}
-            name = signals.next() => {
-                let forced = server.stop(false);
-                tracing::warn!(signal = name, "stopping now, without waiting for requests in flight");
-                forced.await;
-            }
-        }
+        let name = signals.next().await;
+        let _ = force.send(());
+        tracing::warn!(
+            signal = name,
+            "stopping now, without waiting for requests in flight"
+        );
     });
-    Ok(())
+    Ok(async move {
+        if forced.await.is_err() {
+            // The task ended without a second signal: nothing will force the stop.
+            std::future::pending::<()>().await;
+        }
+    })
 }
 
 struct Signals {

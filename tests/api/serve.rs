@@ -112,6 +112,9 @@ impl Served {
             .env("SEQVEND_LISTEN", format!("127.0.0.1:{port}"))
             .env("SEQVEND_ADMIN_TOKENS", ADMIN_TOKEN)
             .env("SEQVEND_VEND_TOKENS", VEND_TOKEN)
+            // A request held in flight must outlive the test's steps on a busy machine.
+            .env("SEQVEND_VEND_DEADLINE_MS", "30000")
+            .env("SEQVEND_STATEMENT_TIMEOUT_MS", "30000")
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -372,5 +375,32 @@ async fn when_seqvend_is_killed_its_postgresql_goes_too() {
     assert!(
         log.contains("received immediate shutdown request"),
         "the parent-death signal (SIGQUIT) stopped PostgreSQL:\n{log}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_second_ctrl_c_stops_at_once_and_still_stops_postgresql_fast() {
+    let dir = scratch_dir("ctrl-c-twice");
+    let served = Served::start_as_job(&dir).await;
+    served.create().await;
+    let postmaster = postmaster_pid(&dir);
+    let vend = VendInFlight::start(&served, &dir).await;
+    served.interrupt_job();
+    wait_until_not_accepting(&served).await;
+    let second = std::time::Instant::now();
+    served.interrupt_job();
+    let status = tokio::task::spawn_blocking(|| served.wait()).await.unwrap();
+    assert_eq!(status.code(), Some(1), "a forced stop is not a clean exit");
+    assert!(
+        second.elapsed() < Duration::from_secs(20),
+        "seqvend did not wait for the vend (held for up to 30 s)"
+    );
+    drop(vend);
+    assert!(!dir.join("pgdata/postmaster.pid").exists());
+    assert!(!is_running(postmaster), "the postmaster is gone");
+    let log = std::fs::read_to_string(dir.join("postgres.log")).unwrap();
+    assert!(
+        log.contains("received fast shutdown request"),
+        "seqvend still stopped PostgreSQL itself:\n{log}"
     );
 }
