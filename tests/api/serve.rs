@@ -90,6 +90,15 @@ pub struct Served {
     pub port: u16,
 }
 
+impl Drop for Served {
+    /// A test that fails half-way must not leave seqvend running; its PostgreSQL follows it
+    /// (parent-death signal). An exited, waited-for child is not signalled again.
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 impl Served {
     pub async fn start(data_dir: &std::path::Path) -> Self {
         Self::spawn(data_dir, Command::new(BINARY)).await
