@@ -80,10 +80,11 @@ async fn start_private_cluster(settings: &Settings) -> anyhow::Result<LocalClust
 }
 
 /// SIGINT (Ctrl-C) and SIGTERM both stop the server gracefully: no new connections, requests
-/// in flight answered. The returned future resolves at a second signal, for an operator who
-/// will not wait: actix takes no second stop command, so `serve` stops waiting for it instead.
-/// Until this is called, the default actions apply: the process ends, and the private
-/// cluster with it (immediate shutdown; PostgreSQL recovers on the next start).
+/// in flight answered. The returned future resolves at a second such signal, or at SIGQUIT,
+/// for an operator who will not wait: actix takes no second stop command, so `serve` stops
+/// waiting for the server instead. Until this is called, the default actions apply: the
+/// process ends, and the private cluster with it (immediate shutdown; PostgreSQL recovers on
+/// the next start).
 fn stop_on_signals(
     server: actix_web::dev::ServerHandle,
 ) -> std::io::Result<impl std::future::Future<Output = ()>> {
@@ -91,15 +92,18 @@ fn stop_on_signals(
     let mut signals = Signals {
         interrupt: signal(SignalKind::interrupt())?,
         terminate: signal(SignalKind::terminate())?,
+        quit: signal(SignalKind::quit())?,
     };
     let (force, forced) = tokio::sync::oneshot::channel();
     // Each stop is requested before it is logged: logging panics when stdout and stderr are
     // gone (a closed terminal or a dead parent), and must not leave seqvend unstoppable.
     tokio::spawn(async move {
-        let name = signals.next().await;
-        drop(server.stop(true));
-        tracing::info!(signal = name, "stopping: finishing the requests in flight");
-        let name = signals.next().await;
+        let mut name = signals.next().await;
+        if name != "SIGQUIT" {
+            drop(server.stop(true));
+            tracing::info!(signal = name, "stopping: finishing the requests in flight");
+            name = signals.next().await;
+        }
         let _ = force.send(());
         tracing::warn!(
             signal = name,
@@ -108,7 +112,7 @@ fn stop_on_signals(
     });
     Ok(async move {
         if forced.await.is_err() {
-            // The task ended without a second signal: nothing will force the stop.
+            // The task ended without forcing: nothing will force the stop.
             std::future::pending::<()>().await;
         }
     })
@@ -117,6 +121,7 @@ fn stop_on_signals(
 struct Signals {
     interrupt: Signal,
     terminate: Signal,
+    quit: Signal,
 }
 
 impl Signals {
@@ -124,6 +129,7 @@ impl Signals {
         tokio::select! {
             _ = self.interrupt.recv() => "SIGINT",
             _ = self.terminate.recv() => "SIGTERM",
+            _ = self.quit.recv() => "SIGQUIT",
         }
     }
 }
