@@ -11,4 +11,6 @@ COPY --from=build /src/target/release/seqvend /usr/local/bin/seqvend
 USER seqvend
 ENV SEQVEND_LISTEN=0.0.0.0:8080 SEQVEND_LOG_FORMAT=json
 EXPOSE 8080
+# GET /readyz on the port SEQVEND_LISTEN names; exit 0 only on a 200 (no curl in this image).
+HEALTHCHECK --interval=5s --timeout=3s --retries=10 CMD ["seqvend", "healthcheck"]
 ENTRYPOINT ["seqvend", "serve"]

@@ -1,18 +1,29 @@
 //! `seqvend serve`: start the service (and, with no DATABASE_URL, a private PostgreSQL).
+//! `seqvend healthcheck [URL]`: ask a running seqvend whether it is ready (for containers).
 
 use anyhow::Context;
 use seqvend::local_pg::{self, LocalCluster, Shutdown};
 use seqvend::settings::Settings;
 use seqvend::startup::Application;
-use seqvend::telemetry;
+use seqvend::{healthcheck, telemetry};
+use tokio::signal::unix::{signal, Signal, SignalKind};
 
-const USAGE: &str =
-    "usage: seqvend serve\n\nConfiguration comes from the environment; see README.md.";
+const USAGE: &str = "usage: seqvend serve\n       seqvend healthcheck [URL]\n\n\
+     Configuration comes from the environment; see README.md. healthcheck GETs URL \
+     (default: /readyz where SEQVEND_LISTEN says) and exits 0 only on a 200.";
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
-    match std::env::args().nth(1).as_deref() {
-        Some("serve") => serve().await,
+fn main() -> anyhow::Result<()> {
+    let mut args = std::env::args().skip(1);
+    match args.next().as_deref() {
+        Some("serve") => tokio::runtime::Runtime::new()?.block_on(serve()),
+        Some("healthcheck") => {
+            // One line for the container's health log, and exit 1, Docker's "unhealthy".
+            if let Err(err) = healthcheck::run(args.next().as_deref()) {
+                eprintln!("unhealthy: {err:#}");
+                std::process::exit(1);
+            }
+            Ok(())
+        }
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
             Ok(())
@@ -39,23 +50,86 @@ async fn serve() -> anyhow::Result<()> {
         }
     };
     let app = Application::build(&settings, &url).await?;
+    let forced = stop_on_signals(app.handle())?;
     tracing::info!(address = %settings.listen.ip(), port = app.port(), "seqvend is serving");
-    let served = app.run_until_stopped().await;
+    let served = tokio::select! {
+        served = app.run_until_stopped() => served.context("serving HTTP"),
+        () = forced => Err(anyhow::anyhow!("stopped by a second signal, without waiting for the requests in flight")),
+    };
+    // Only now, with every request answered (or given up on), may PostgreSQL go.
     if let Some(cluster) = cluster {
         tracing::info!("stopping the private PostgreSQL cluster");
         tokio::task::spawn_blocking(move || cluster.stop(Shutdown::Fast)).await??;
     }
-    served.context("serving HTTP")
+    served
 }
 
 async fn start_private_cluster(settings: &Settings) -> anyhow::Result<LocalCluster> {
     let dir = settings.data_dir.clone();
     tracing::info!(dir = %dir.display(), "no DATABASE_URL: starting a private PostgreSQL cluster");
-    // Started from this (main) thread: the cluster lives as long as the process.
-    let cluster = LocalCluster::open(&dir, &[])
-        .with_context(|| format!("preparing the PostgreSQL cluster in {}", dir.display()))?;
-    cluster.start()?;
+    let cluster = tokio::task::spawn_blocking(move || {
+        let cluster = LocalCluster::open(&dir, &[])
+            .with_context(|| format!("preparing the PostgreSQL cluster in {}", dir.display()))?;
+        cluster.start()?;
+        anyhow::Ok(cluster)
+    })
+    .await??;
     local_pg::ensure_database(&cluster, "seqvend").await?;
     tracing::info!(port = cluster.port(), "private PostgreSQL cluster is up");
     Ok(cluster)
+}
+
+/// SIGINT (Ctrl-C) and SIGTERM both stop the server gracefully: no new connections, requests
+/// in flight answered. The returned future resolves at a second such signal, or at SIGQUIT,
+/// for an operator who will not wait: actix takes no second stop command, so `serve` stops
+/// waiting for the server instead. Until this is called, the default actions apply: the
+/// process ends, and the private cluster with it (immediate shutdown; PostgreSQL recovers on
+/// the next start).
+fn stop_on_signals(
+    server: actix_web::dev::ServerHandle,
+) -> std::io::Result<impl std::future::Future<Output = ()>> {
+    // Registered here, not in the task, so that no signal slips by before the task runs.
+    let mut signals = Signals {
+        interrupt: signal(SignalKind::interrupt())?,
+        terminate: signal(SignalKind::terminate())?,
+        quit: signal(SignalKind::quit())?,
+    };
+    let (force, forced) = tokio::sync::oneshot::channel();
+    // Each stop is requested before it is logged: logging panics when stdout and stderr are
+    // gone (a closed terminal or a dead parent), and must not leave seqvend unstoppable.
+    tokio::spawn(async move {
+        let mut name = signals.next().await;
+        if name != "SIGQUIT" {
+            drop(server.stop(true));
+            tracing::info!(signal = name, "stopping: finishing the requests in flight");
+            name = signals.next().await;
+        }
+        let _ = force.send(());
+        tracing::warn!(
+            signal = name,
+            "stopping now, without waiting for requests in flight"
+        );
+    });
+    Ok(async move {
+        if forced.await.is_err() {
+            // The task ended without forcing: nothing will force the stop.
+            std::future::pending::<()>().await;
+        }
+    })
+}
+
+struct Signals {
+    interrupt: Signal,
+    terminate: Signal,
+    quit: Signal,
+}
+
+impl Signals {
+    async fn next(&mut self) -> &'static str {
+        tokio::select! {
+            _ = self.interrupt.recv() => "SIGINT",
+            _ = self.terminate.recv() => "SIGTERM",
+            _ = self.quit.recv() => "SIGQUIT",
+        }
+    }
 }

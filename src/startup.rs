@@ -41,7 +41,9 @@ impl Application {
             metrics: web::Data::from(metrics),
             tokens: web::Data::new(settings.tokens.clone()),
         };
+        // Process signals are `main`'s: actix would take SIGINT as a forced shutdown.
         let server = HttpServer::new(move || build_app(&state))
+            .disable_signals()
             .workers(settings.workers)
             .backlog(4096)
             .listen(listener)?
@@ -57,8 +59,8 @@ impl Application {
         self.server.handle()
     }
 
-    /// Serves until SIGINT/SIGTERM (graceful: stop accepting, finish what is in flight) or
-    /// until stopped through `handle`.
+    /// Serves until stopped through `handle` (graceful: stop accepting, finish what is in
+    /// flight). Signals do not stop it by themselves; `main` turns them into `handle` calls.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         self.server.await
     }

@@ -1,6 +1,7 @@
 //! The `seqvend serve` binary itself: refusing to start unsafely, the one-command start with
 //! a private PostgreSQL, persistence across restarts, graceful shutdown.
 
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -23,6 +24,57 @@ fn serve_refuses_to_start_without_tokens_unless_auth_is_switched_off() {
     assert!(stderr.contains("SEQVEND_AUTH_DISABLED"), "{stderr}");
 }
 
+#[test]
+fn serve_refuses_a_data_dir_it_did_not_make_and_leaves_it_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch_dir("foreign");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("thesis.tex"), "months of work").unwrap();
+    let mode = |dir: &std::path::Path| std::fs::metadata(dir).unwrap().permissions().mode();
+    let mode_before = mode(&dir);
+
+    let child = Command::new(BINARY)
+        .arg("serve")
+        .env_remove("DATABASE_URL")
+        .env("SEQVEND_DATA_DIR", &dir)
+        .env("SEQVEND_LISTEN", "127.0.0.1:0")
+        .env("SEQVEND_ADMIN_TOKENS", ADMIN_TOKEN)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let output = exit_within(child, Duration::from_secs(30));
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains(&dir.display().to_string()), "{stderr}");
+    assert!(stderr.contains("not made by seqvend"), "{stderr}");
+
+    let names: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["thesis.tex"], "nothing was added");
+    let kept = std::fs::read_to_string(dir.join("thesis.tex")).unwrap();
+    assert_eq!(kept, "months of work");
+    assert_eq!(mode(&dir), mode_before, "the directory's mode is unchanged");
+}
+
+/// The output of `child` once it has exited; if it is still running after `patience` (had it
+/// started serving), it is stopped and the test fails.
+fn exit_within(mut child: Child, patience: Duration) -> std::process::Output {
+    let deadline = std::time::Instant::now() + patience;
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let pid = child.id().to_string();
+            Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+            child.wait().unwrap();
+            panic!("seqvend serve was still running after {patience:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -31,21 +83,47 @@ fn free_port() -> u16 {
         .port()
 }
 
-struct Served {
+/// A `seqvend serve` process with a private cluster, ready.
+pub struct Served {
     child: Child,
-    address: String,
+    pub address: String,
+    pub port: u16,
+}
+
+impl Drop for Served {
+    /// A test that fails half-way must not leave seqvend running; its PostgreSQL follows it
+    /// (parent-death signal). An exited, waited-for child is not signalled again.
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 impl Served {
-    async fn start(data_dir: &std::path::Path) -> Self {
+    pub async fn start(data_dir: &std::path::Path) -> Self {
+        Self::spawn(data_dir, Command::new(BINARY)).await
+    }
+
+    /// Started as a shell starts a job: leader of a process group of its own, the group a
+    /// terminal's Ctrl-C goes to.
+    async fn start_as_job(data_dir: &std::path::Path) -> Self {
+        let mut command = Command::new(BINARY);
+        command.process_group(0);
+        Self::spawn(data_dir, command).await
+    }
+
+    async fn spawn(data_dir: &std::path::Path, mut command: Command) -> Self {
         let port = free_port();
-        let child = Command::new(BINARY)
+        let child = command
             .arg("serve")
             .env_remove("DATABASE_URL")
             .env("SEQVEND_DATA_DIR", data_dir)
             .env("SEQVEND_LISTEN", format!("127.0.0.1:{port}"))
             .env("SEQVEND_ADMIN_TOKENS", ADMIN_TOKEN)
             .env("SEQVEND_VEND_TOKENS", VEND_TOKEN)
+            // A request held in flight must outlive the test's steps on a busy machine.
+            .env("SEQVEND_VEND_DEADLINE_MS", "30000")
+            .env("SEQVEND_STATEMENT_TIMEOUT_MS", "30000")
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -57,11 +135,15 @@ impl Served {
             async move { request.await.is_ok_and(|r| r.status() == StatusCode::OK) }
         })
         .await;
-        Self { child, address }
+        Self {
+            child,
+            address,
+            port,
+        }
     }
 
     /// SIGTERM, then the exit status.
-    fn terminate(self) -> std::process::ExitStatus {
+    pub fn terminate(self) -> std::process::ExitStatus {
         self.signal_term();
         self.wait()
     }
@@ -73,6 +155,16 @@ impl Served {
     fn signal_term(&self) {
         let pid = self.child.id().to_string();
         Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    }
+
+    /// What Ctrl-C at a terminal does: SIGINT to every process in the job's group.
+    fn interrupt_job(&self) {
+        let group = format!("-{}", self.child.id());
+        let sent = Command::new("kill")
+            .args(["-INT", "--", &group])
+            .status()
+            .unwrap();
+        assert!(sent.success(), "kill -INT -- {group}");
     }
 
     async fn create(&self) {
@@ -103,6 +195,8 @@ impl Served {
 #[tokio::test(flavor = "multi_thread")]
 async fn serve_without_a_database_url_runs_its_own_postgresql_and_values_persist() {
     let dir = scratch_dir("serve");
+    // Made empty beforehand, as an operator would; the other tests let serve create it.
+    std::fs::create_dir_all(&dir).unwrap();
     let first = Served::start(&dir).await;
     first.create().await;
     assert_eq!((first.next().await, first.next().await), (1, 2));
@@ -137,48 +231,185 @@ async fn connect_to_private_cluster(dir: &std::path::Path) -> tokio_postgres::Cl
     client
 }
 
+/// A vend request held in flight: a session of the test's own holds the advisory lock the
+/// vend statement takes for sequence `p`, so the request waits in PostgreSQL until released.
+struct VendInFlight {
+    blocker: tokio_postgres::Client,
+    request: tokio::task::JoinHandle<reqwest::Result<reqwest::Response>>,
+}
+
+impl VendInFlight {
+    async fn start(served: &Served, dir: &std::path::Path) -> Self {
+        let blocker = connect_to_private_cluster(dir).await;
+        blocker
+            .batch_execute(
+                "SELECT pg_advisory_lock(1398166087, \
+                 (SELECT id FROM seqvend.sequences WHERE name = 'p'))",
+            )
+            .await
+            .unwrap();
+        let request = tokio::spawn(
+            reqwest::Client::new()
+                .post(format!("{}/sequences/p/next", served.address))
+                .bearer_auth(VEND_TOKEN)
+                .send(),
+        );
+        eventually(
+            Duration::from_secs(10),
+            "the vend waits on the lock",
+            || async {
+                let waiting = "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'advisory'";
+                blocker
+                    .query_one(waiting, &[])
+                    .await
+                    .unwrap()
+                    .get::<_, i64>(0)
+                    > 0
+            },
+        )
+        .await;
+        Self { blocker, request }
+    }
+
+    /// Lets the vend go on and returns its response. If PostgreSQL has ended the blocking
+    /// session meanwhile, its lock went with it.
+    async fn release(self) -> reqwest::Response {
+        let _ = self
+            .blocker
+            .batch_execute("SELECT pg_advisory_unlock_all()")
+            .await;
+        self.request
+            .await
+            .unwrap()
+            .expect("the request in flight is answered")
+    }
+}
+
+/// Waits until seqvend has taken a stop signal in: it no longer accepts connections.
+async fn wait_until_not_accepting(served: &Served) {
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(1))
+        .build()
+        .unwrap();
+    eventually(
+        Duration::from_secs(10),
+        "seqvend stops accepting connections",
+        || {
+            let probe = http.get(format!("{}/healthz", served.address)).send();
+            async move { probe.await.is_err_and(|err| err.is_connect()) }
+        },
+    )
+    .await;
+}
+
+async fn assert_answered_with_the_first_value(response: reqwest::Response) {
+    assert_eq!(response.status(), StatusCode::OK);
+    let body: serde_json::Value = response.json().await.unwrap();
+    assert_eq!(body["value"], 1);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn sigterm_finishes_the_request_in_flight_before_exiting() {
     let dir = scratch_dir("graceful");
     let served = Served::start(&dir).await;
     served.create().await;
-    // Hold the range's lock so that a vend is in flight, waiting, when SIGTERM arrives.
-    let blocker = connect_to_private_cluster(&dir).await;
-    blocker
-        .batch_execute("SELECT pg_advisory_lock(1398166087, (SELECT id FROM seqvend.ranges))")
-        .await
-        .unwrap();
-    let in_flight = tokio::spawn(
-        reqwest::Client::new()
-            .post(format!("{}/sequences/p/next", served.address))
-            .bearer_auth(VEND_TOKEN)
-            .send(),
-    );
-    eventually(
-        Duration::from_secs(10),
-        "the vend waits on the range lock",
-        || async {
-            let waiting = "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'advisory'";
-            blocker
-                .query_one(waiting, &[])
-                .await
-                .unwrap()
-                .get::<_, i64>(0)
-                > 0
-        },
-    )
-    .await;
+    let vend = VendInFlight::start(&served, &dir).await;
     served.signal_term();
-    blocker
-        .batch_execute("SELECT pg_advisory_unlock_all()")
-        .await
-        .unwrap();
-    let response = in_flight
-        .await
-        .unwrap()
-        .expect("the request in flight is answered");
-    assert_eq!(response.status(), StatusCode::OK);
-    let body: serde_json::Value = response.json().await.unwrap();
-    assert_eq!(body["value"], 1);
+    wait_until_not_accepting(&served).await;
+    assert_answered_with_the_first_value(vend.release().await).await;
     assert!(served.wait().success(), "a graceful shutdown exits 0");
+}
+
+/// The postmaster's pid, from the first line of its pid file.
+fn postmaster_pid(dir: &std::path::Path) -> u32 {
+    let pid_file = std::fs::read_to_string(dir.join("pgdata/postmaster.pid")).unwrap();
+    pid_file.lines().next().unwrap().trim().parse().unwrap()
+}
+
+/// Whether `pid` is a live process: neither gone nor a zombie waiting to be reaped.
+fn is_running(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    // The state follows the command name, which is in parentheses and may hold spaces.
+    let state = stat[stat.rfind(')').unwrap() + 2..].chars().next();
+    state != Some('Z')
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_finishes_the_request_in_flight_then_stops_postgresql_fast() {
+    let dir = scratch_dir("ctrl-c");
+    let served = Served::start_as_job(&dir).await;
+    served.create().await;
+    let postmaster = postmaster_pid(&dir);
+    let vend = VendInFlight::start(&served, &dir).await;
+    // Were PostgreSQL in seqvend's process group, this SIGINT would start its fast shutdown
+    // now, ending the session the vend runs in before it could be answered.
+    served.interrupt_job();
+    wait_until_not_accepting(&served).await;
+    assert_answered_with_the_first_value(vend.release().await).await;
+    assert!(
+        served.wait().success(),
+        "Ctrl-C is a graceful shutdown: exit 0"
+    );
+    assert!(
+        !dir.join("pgdata/postmaster.pid").exists(),
+        "PostgreSQL removed its pid file as it shut down"
+    );
+    assert!(
+        !is_running(postmaster),
+        "the postmaster (pid {postmaster}) is gone"
+    );
+    let log = std::fs::read_to_string(dir.join("postgres.log")).unwrap();
+    assert!(
+        log.contains("received fast shutdown request")
+            && log.contains("database system is shut down"),
+        "seqvend stopped PostgreSQL with a fast shutdown:\n{log}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn when_seqvend_is_killed_its_postgresql_goes_too() {
+    let dir = scratch_dir("orphan");
+    let served = Served::start(&dir).await;
+    let postmaster = postmaster_pid(&dir);
+    let pid = served.child.id().to_string();
+    Command::new("kill").args(["-KILL", &pid]).status().unwrap();
+    assert!(!served.wait().success());
+    eventually(Duration::from_secs(20), "the postmaster exits", || async {
+        !is_running(postmaster)
+    })
+    .await;
+    let log = std::fs::read_to_string(dir.join("postgres.log")).unwrap();
+    assert!(
+        log.contains("received immediate shutdown request"),
+        "the parent-death signal (SIGQUIT) stopped PostgreSQL:\n{log}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_second_ctrl_c_stops_at_once_and_still_stops_postgresql_fast() {
+    let dir = scratch_dir("ctrl-c-twice");
+    let served = Served::start_as_job(&dir).await;
+    served.create().await;
+    let postmaster = postmaster_pid(&dir);
+    let vend = VendInFlight::start(&served, &dir).await;
+    served.interrupt_job();
+    wait_until_not_accepting(&served).await;
+    let second = std::time::Instant::now();
+    served.interrupt_job();
+    let status = tokio::task::spawn_blocking(|| served.wait()).await.unwrap();
+    assert_eq!(status.code(), Some(1), "a forced stop is not a clean exit");
+    assert!(
+        second.elapsed() < Duration::from_secs(20),
+        "seqvend did not wait for the vend (held for up to 30 s)"
+    );
+    drop(vend);
+    assert!(!dir.join("pgdata/postmaster.pid").exists());
+    assert!(!is_running(postmaster), "the postmaster is gone");
+    let log = std::fs::read_to_string(dir.join("postgres.log")).unwrap();
+    assert!(
+        log.contains("received fast shutdown request"),
+        "seqvend still stopped PostgreSQL itself:\n{log}"
+    );
 }

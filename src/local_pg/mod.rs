@@ -2,22 +2,27 @@
 //! machine: what `serve` runs when no `DATABASE_URL` is given, and what the tests run.
 //!
 //! PostgreSQL refuses to run as root, so as root the cluster belongs to the `postgres` user.
-//! The postmaster gets SIGQUIT (immediate shutdown) if the thread that started it dies,
-//! which happens when seqvend's process ends in any way: no cluster outlives its owner.
+//! No cluster outlives its owner, and none ends before its owner is done with it (see
+//! `postmaster`). A directory seqvend did not make is never taken over (see `data_dir`).
 
 #![allow(unsafe_code)]
 
+mod data_dir;
+mod host;
+mod postmaster;
+
 use std::fs;
 use std::io::Write;
-use std::os::unix::fs::{chown, PermissionsExt};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
-use std::sync::Mutex;
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
+
+use data_dir::write_private;
+use host::{as_owner, free_port, Owner};
+use postmaster::Postmaster;
 
 const USER: &str = "seqvend";
 const START_PATIENCE: Duration = Duration::from_secs(60);
@@ -36,23 +41,18 @@ pub struct LocalCluster {
     bin_dir: PathBuf,
     port: u16,
     password: String,
-    owner: Option<(u32, u32)>,
+    owner: Owner,
     settings: Vec<String>,
     running: Mutex<Option<Postmaster>>,
-}
-
-struct Postmaster {
-    pid: i32,
-    exited: mpsc::Receiver<()>,
 }
 
 impl LocalCluster {
     /// Opens the cluster in `dir`, creating it on first use. `settings` are extra
     /// `name=value` server settings.
     pub fn open(dir: &Path, settings: &[&str]) -> anyhow::Result<Self> {
-        let bin_dir = find_bin_dir()?;
-        let owner = cluster_owner()?;
-        let dir = prepare_dir(dir, owner)?;
+        let bin_dir = host::find_bin_dir()?;
+        let owner = host::cluster_owner()?;
+        let dir = data_dir::prepare(dir, owner)?;
         let password_file = dir.join("password");
         if !dir.join("pgdata").join("PG_VERSION").exists() {
             let password = random_secret();
@@ -112,7 +112,7 @@ impl LocalCluster {
     /// Makes a streaming standby of this running cluster in `dir`, known to it as `name`
     /// (for `synchronous_standby_names`). The standby is returned stopped.
     pub fn create_standby(&self, dir: &Path, name: &str) -> anyhow::Result<Self> {
-        let dir = prepare_dir(dir, self.owner)?;
+        let dir = data_dir::prepare(dir, self.owner)?;
         let status = as_owner(Command::new(self.bin_dir.join("pg_basebackup")), self.owner)
             .args(["-D", "pgdata", "-X", "stream", "--checkpoint=fast"])
             .args(self.connection_args())
@@ -140,7 +140,7 @@ impl LocalCluster {
 
     /// Starts the postmaster and waits until it accepts connections.
     pub fn start(&self) -> anyhow::Result<()> {
-        let mut running = self.running.lock().expect("not poisoned");
+        let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
         if running.is_some() {
             return Ok(());
         }
@@ -164,32 +164,7 @@ impl LocalCluster {
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log);
-        // SAFETY: prctl is async-signal-safe, as required between fork and exec.
-        unsafe {
-            command.pre_exec(|| {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGQUIT) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-        let (pid_sender, pid_receiver) = mpsc::channel();
-        let (exit_sender, exited) = mpsc::channel();
-        // The guardian thread lives exactly as long as the postmaster (see the module docs).
-        std::thread::Builder::new()
-            .name("postgres-guardian".into())
-            .spawn(move || match command.spawn() {
-                Ok(mut child) => {
-                    let _ = pid_sender.send(Ok(child.id() as i32));
-                    let _ = child.wait();
-                    let _ = exit_sender.send(());
-                }
-                Err(err) => {
-                    let _ = pid_sender.send(Err(err));
-                }
-            })?;
-        let pid = pid_receiver.recv()?.context("starting postgres")?;
-        let postmaster = Postmaster { pid, exited };
+        let postmaster = Postmaster::spawn(command).context("starting postgres")?;
         self.wait_until_ready(&postmaster)?;
         *running = Some(postmaster);
         Ok(())
@@ -197,19 +172,21 @@ impl LocalCluster {
 
     /// Stops the postmaster and waits for it to exit.
     pub fn stop(&self, mode: Shutdown) -> anyhow::Result<()> {
-        let Some(postmaster) = self.running.lock().expect("not poisoned").take() else {
+        let running = self
+            .running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        let Some(postmaster) = running else {
             return Ok(());
         };
-        let signal = match mode {
+        postmaster.signal(match mode {
             Shutdown::Fast => libc::SIGINT,
             Shutdown::Immediate => libc::SIGQUIT,
-        };
-        // SAFETY: kill has no memory-safety preconditions.
-        unsafe { libc::kill(postmaster.pid, signal) };
-        postmaster
-            .exited
-            .recv_timeout(START_PATIENCE)
-            .context("postgres did not stop in time")?;
+        });
+        if !postmaster.wait_for_exit(START_PATIENCE) {
+            bail!("postgres did not stop within {START_PATIENCE:?}");
+        }
         Ok(())
     }
 
@@ -229,7 +206,7 @@ impl LocalCluster {
             if ready {
                 return Ok(());
             }
-            if postmaster.exited.try_recv().is_ok() {
+            if postmaster.has_exited() {
                 bail!(
                     "postgres exited during startup; see {}",
                     self.dir.join("postgres.log").display()
@@ -244,6 +221,11 @@ impl LocalCluster {
 
     /// A postmaster left by an earlier process may still be shutting down; starting a second
     /// one on the same directory would fail, so give it time to go.
+    ///
+    /// The pid comes from a file and may belong to another process by now, so it is only
+    /// probed with signal 0, which delivers nothing; it is never signalled for real. A reused
+    /// pid makes this wait in vain (PostgreSQL would refuse that pid file too); one we may not
+    /// signal (EPERM) is not our postmaster, which runs as the cluster's owner.
     fn wait_for_previous_postmaster(&self) -> anyhow::Result<()> {
         let pid_file = self.dir.join("pgdata").join("postmaster.pid");
         let deadline = Instant::now() + START_PATIENCE;
@@ -251,7 +233,8 @@ impl LocalCluster {
             .ok()
             .and_then(|s| s.lines().next()?.trim().parse::<i32>().ok())
         {
-            // SAFETY: signal 0 only checks that the process exists.
+            // SAFETY: kill has no memory-safety preconditions; signal 0 only checks that the
+            // process exists.
             if unsafe { libc::kill(pid, 0) } != 0 {
                 return Ok(());
             }
@@ -294,106 +277,7 @@ pub async fn ensure_database(cluster: &LocalCluster, database: &str) -> anyhow::
     Ok(())
 }
 
-/// PostgreSQL's server binaries: `SEQVEND_PG_BINDIR`, else `pg_config --bindir`, else the
-/// newest `/usr/lib/postgresql/*/bin` (Debian and Ubuntu keep them off PATH).
-fn find_bin_dir() -> anyhow::Result<PathBuf> {
-    let has_server = |dir: &Path| dir.join("postgres").is_file() && dir.join("initdb").is_file();
-    if let Ok(dir) = std::env::var("SEQVEND_PG_BINDIR") {
-        return Ok(PathBuf::from(dir));
-    }
-    if let Ok(out) = Command::new("pg_config").arg("--bindir").output() {
-        let dir = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-        if out.status.success() && has_server(&dir) {
-            return Ok(dir);
-        }
-    }
-    let mut candidates: Vec<(u32, PathBuf)> = fs::read_dir("/usr/lib/postgresql")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|entry| {
-            Some((
-                entry.file_name().to_str()?.parse().ok()?,
-                entry.path().join("bin"),
-            ))
-        })
-        .filter(|(_, dir)| has_server(dir))
-        .collect();
-    candidates.sort();
-    candidates.pop().map(|(_, dir)| dir).context(
-        "no PostgreSQL server binaries found: install them (Debian/Ubuntu: apt-get install postgresql), \
-         set SEQVEND_PG_BINDIR, or set DATABASE_URL to use an existing server",
-    )
-}
-
-/// As root, the cluster runs as `postgres`; otherwise as the current user.
-fn cluster_owner() -> anyhow::Result<Option<(u32, u32)>> {
-    // SAFETY: geteuid cannot fail and has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return Ok(None);
-    }
-    let id = |flag: &str| -> anyhow::Result<u32> {
-        let out = Command::new("id").args([flag, "postgres"]).output()?;
-        if !out.status.success() {
-            bail!("running as root needs a `postgres` user to own the private cluster (PostgreSQL refuses root)");
-        }
-        Ok(String::from_utf8(out.stdout)?.trim().parse()?)
-    };
-    Ok(Some((id("-u")?, id("-g")?)))
-}
-
-/// Creates the cluster's directory, private to its owner, and returns its absolute path.
-fn prepare_dir(dir: &Path, owner: Option<(u32, u32)>) -> anyhow::Result<PathBuf> {
-    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let dir = dir.canonicalize()?;
-    fs::set_permissions(&dir, fs::Permissions::from_mode(0o700))?;
-    if let Some((uid, gid)) = owner {
-        chown(&dir, Some(uid), Some(gid))?;
-        ensure_reachable(&dir, owner)?;
-    }
-    Ok(dir)
-}
-
-/// The `postgres` user must be able to enter every directory above the cluster's.
-fn ensure_reachable(dir: &Path, owner: Option<(u32, u32)>) -> anyhow::Result<()> {
-    let reachable = as_owner(Command::new("test"), owner)
-        .arg("-x")
-        .arg(dir)
-        .status()?
-        .success();
-    if !reachable {
-        bail!(
-            "the postgres user cannot reach {}: set SEQVEND_DATA_DIR to a directory it can \
-             traverse (for example /var/lib/seqvend)",
-            dir.display()
-        );
-    }
-    Ok(())
-}
-
-fn as_owner(mut command: Command, owner: Option<(u32, u32)>) -> Command {
-    if let Some((uid, gid)) = owner {
-        command.uid(uid).gid(gid);
-    }
-    command
-}
-
-fn write_private(path: &Path, contents: &str, owner: Option<(u32, u32)>) -> anyhow::Result<()> {
-    fs::write(path, contents)?;
-    fs::set_permissions(path, fs::Permissions::from_mode(0o600))?;
-    if let Some((uid, gid)) = owner {
-        chown(path, Some(uid), Some(gid))?;
-    }
-    Ok(())
-}
-
 fn random_secret() -> String {
     use rand::distributions::{Alphanumeric, DistString};
     Alphanumeric.sample_string(&mut rand::thread_rng(), 32)
-}
-
-fn free_port() -> anyhow::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port())
 }
