@@ -2,7 +2,8 @@
 //!
 //! Each range is one PostgreSQL sequence named `seqvend_ranges.r<range id>`: the name comes
 //! from the range's integer id, never from a user's name, so it is short, unique and never
-//! truncated. At request time sequences are passed by oid as parameters, never by name.
+//! truncated. The registry stores it as a `regclass` (dump-safe); at request time it is passed
+//! as that value, never spliced.
 
 use sqlx::postgres::types::Oid;
 use sqlx::{Postgres, Transaction};
@@ -23,6 +24,12 @@ fn range_sequence_name(range_id: i32) -> String {
         quote_ident(SCHEMA),
         quote_ident(&format!("r{range_id}"))
     )
+}
+
+/// The range's sequence as `regclass::text` prints it (seqvend's sessions do not have
+/// `seqvend_ranges` on their search path, and the name needs no quotes).
+pub fn range_sequence_text(range_id: i32) -> String {
+    format!("{SCHEMA}.r{range_id}")
 }
 
 /// Creates the PostgreSQL sequence for a range and returns its oid. `CACHE 1`: every value

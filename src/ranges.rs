@@ -41,6 +41,9 @@ pub struct RangeView {
     pub next: Option<i64>,
     #[schema(value_type = u64)]
     pub remaining: u128,
+    /// The range's PostgreSQL sequence, as `regclass::text` prints it (e.g.
+    /// `seqvend_ranges.r12`), for a DBA to find it.
+    pub pg_sequence: String,
 }
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -50,14 +53,15 @@ pub struct SequencePage {
     pub next: Option<String>,
 }
 
-impl From<RangeState> for RangeView {
-    fn from(state: RangeState) -> Self {
+impl RangeView {
+    fn new(state: RangeState, pg_sequence: String) -> Self {
         Self {
             min: state.min,
             max: state.max,
             status: state.status,
             next: state.next(),
             remaining: state.remaining(),
+            pg_sequence,
         }
     }
 }
@@ -76,6 +80,7 @@ struct SequenceRow {
     max_value: Option<i64>,
     start_value: Option<i64>,
     range_status: Option<String>,
+    pg_sequence: Option<String>,
     last_value: Option<i64>,
 }
 
@@ -127,7 +132,8 @@ fn fold_rows(rows: Vec<SequenceRow>) -> Vec<SequenceRecord> {
             if record.view.status != SequenceStatus::Retired {
                 record.view.remaining += state.remaining();
             }
-            record.view.ranges.push(state.into());
+            let pg_sequence = row.pg_sequence.clone().unwrap_or_default();
+            record.view.ranges.push(RangeView::new(state, pg_sequence));
             record.states.push(state);
         }
     }
@@ -140,6 +146,7 @@ pub async fn get_sequence(pool: &PgPool, name: &SequenceName) -> Result<Sequence
         r#"SELECT s.id, s.name, s.namespace, s.increment, s.status, s.created_at, s.updated_at,
                   r.min_value AS "min_value?", r.max_value AS "max_value?",
                   r.start_value AS "start_value?", r.status AS "range_status?",
+                  r.pg_sequence::text AS "pg_sequence?",
                   pg_sequence_last_value(r.pg_sequence::regclass) AS last_value
              FROM seqvend.sequences s
              LEFT JOIN seqvend.ranges r ON r.sequence_id = s.id
@@ -167,6 +174,7 @@ pub async fn list_sequences(
         r#"SELECT s.id, s.name, s.namespace, s.increment, s.status, s.created_at, s.updated_at,
                   r.min_value AS "min_value?", r.max_value AS "max_value?",
                   r.start_value AS "start_value?", r.status AS "range_status?",
+                  r.pg_sequence::text AS "pg_sequence?",
                   pg_sequence_last_value(r.pg_sequence::regclass) AS last_value
              FROM (SELECT * FROM seqvend.sequences
                     WHERE name > $1 ORDER BY name LIMIT $2) s
@@ -204,6 +212,7 @@ pub async fn live_sequences(
         r#"SELECT s.id, s.name, s.namespace, s.increment, s.status, s.created_at, s.updated_at,
                   r.min_value AS "min_value?", r.max_value AS "max_value?",
                   r.start_value AS "start_value?", r.status AS "range_status?",
+                  r.pg_sequence::text AS "pg_sequence?",
                   CASE WHEN r.status <> 'exhausted'
                        THEN pg_sequence_last_value(r.pg_sequence::regclass) END AS last_value
              FROM (SELECT * FROM seqvend.sequences
@@ -296,15 +305,15 @@ pub async fn add_range(
     }
     record_event(&mut tx, sequence.id, Some(range_id), "range_added").await?;
     tx.commit().await.map_err(ApiError::from_db)?;
-    Ok(RangeState {
+    let state = RangeState {
         min: bounds.min(),
         max: bounds.max(),
         start: range.start,
         increment: increment.get(),
         status: range_status,
         last_value: None,
-    }
-    .into())
+    };
+    Ok(RangeView::new(state, ddl::range_sequence_text(range_id)))
 }
 
 /// Retires a sequence: once this returns, no instance vends from it. Retiring a retired
@@ -390,7 +399,7 @@ async fn insert_range(
     sqlx::query!(
         "INSERT INTO seqvend.ranges
              (id, sequence_id, namespace, min_value, max_value, start_value, status, pg_sequence)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8::oid)",
         range_id,
         sequence_id,
         namespace,

@@ -97,6 +97,11 @@ impl LocalCluster {
         &self.password
     }
 
+    /// Where the server's programs (pg_dump, psql, …) are.
+    pub fn bin_dir(&self) -> &Path {
+        &self.bin_dir
+    }
+
     pub fn dir(&self) -> &Path {
         &self.dir
     }

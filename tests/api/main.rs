@@ -9,6 +9,7 @@ mod helpers;
 mod names;
 mod observability;
 mod outage;
+mod restore;
 #[path = "../common/scratch.rs"]
 mod scratch;
 mod sequences;

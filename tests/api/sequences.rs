@@ -20,7 +20,8 @@ async fn create_returns_201_with_the_sequence_and_its_first_range() {
     assert_eq!(body["remaining"], 100);
     assert_eq!(
         body["ranges"],
-        json!([{"min": 100, "max": 199, "status": "active", "next": 100, "remaining": 100}])
+        json!([{"min": 100, "max": 199, "status": "active", "next": 100, "remaining": 100,
+                "pg_sequence": "seqvend_ranges.r1"}])
     );
     assert!(body["created_at"].is_string());
 }
@@ -58,11 +59,13 @@ async fn get_reports_next_and_remaining_per_range_and_in_total() {
     assert_eq!(body["remaining"], 7 + 5);
     assert_eq!(
         body["ranges"][0],
-        json!({"min": 1, "max": 10, "status": "active", "next": 4, "remaining": 7})
+        json!({"min": 1, "max": 10, "status": "active", "next": 4, "remaining": 7,
+               "pg_sequence": "seqvend_ranges.r1"})
     );
     assert_eq!(
         body["ranges"][1],
-        json!({"min": 20, "max": 24, "status": "pending", "next": 20, "remaining": 5})
+        json!({"min": 20, "max": 24, "status": "pending", "next": 20, "remaining": 5,
+               "pg_sequence": "seqvend_ranges.r2"})
     );
 }
 
@@ -153,7 +156,8 @@ async fn a_range_added_to_an_exhausted_sequence_is_active_and_revives_it() {
     assert_eq!(reply.status, StatusCode::CREATED);
     assert_eq!(
         reply.body,
-        json!({"min": 5, "max": 6, "status": "active", "next": 5, "remaining": 2})
+        json!({"min": 5, "max": 6, "status": "active", "next": 5, "remaining": 2,
+               "pg_sequence": "seqvend_ranges.r2"})
     );
     assert_eq!(app.get("dhl").await.body["status"], "active");
     assert_eq!(app.next_value("dhl").await, 5);
@@ -227,4 +231,42 @@ async fn retiring_answers_the_retired_sequence_and_the_name_is_never_reused() {
         .await
         .assert_error(409, "name_taken");
     assert_eq!(app.get("old").await.body["status"], "retired");
+}
+
+#[tokio::test]
+async fn each_range_names_its_postgresql_sequence_so_a_dba_can_find_it() {
+    let db = TestDb::shared().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    app.create_ok("dba-view", 1, 100).await;
+    let added = app.add_range("dba-view", 201, 300).await;
+    assert_eq!(added.status.as_u16(), 201, "{}", added.body);
+    app.next_batch("dba-view", 3).await;
+
+    let client = db.connect().await;
+    let stored: Vec<String> = client
+        .query(
+            "SELECT pg_sequence::text FROM seqvend.ranges ORDER BY id",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    let shown = app.get("dba-view").await;
+    let listed: Vec<&str> = shown.body["ranges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["pg_sequence"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, stored);
+    assert_eq!(added.body["pg_sequence"], stored[1]);
+    // The name works as is in a DBA's query.
+    let last: i64 = client
+        .query_one(&format!("SELECT last_value FROM {}", listed[0]), &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(last, 3);
 }
