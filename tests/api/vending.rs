@@ -137,3 +137,29 @@ async fn rollover_and_exhaustion_are_recorded_as_events() {
     ];
     assert_eq!(events, expected.map(|(k, a)| (k.to_owned(), a.to_owned())));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_batch_at_the_i64_edges_is_exact() {
+    let app = spawn_app().await;
+    let step = 1i64 << 62;
+    let created = app
+        .create(json!({"name": "edge", "min": i64::MIN, "max": i64::MAX, "increment": step}))
+        .await;
+    assert_eq!(created.status.as_u16(), 201, "{}", created.body);
+    // Alongside, in the same statements when they coalesce, a plain sequence.
+    app.create_ok("plain", 1, 100).await;
+    let (edge, plain) = tokio::join!(app.next_batch("edge", 3), app.next_batch("plain", 3));
+    assert_eq!(
+        values_of(&edge),
+        [i64::MIN, i64::MIN + step, 0],
+        "{}",
+        edge.body
+    );
+    assert_eq!(values_of(&plain), [1, 2, 3]);
+    let last = app.next_batch("edge", 3).await;
+    assert_eq!(values_of(&last), [step]);
+    assert_eq!(last.body["exhausted"], true);
+    app.next("edge")
+        .await
+        .assert_error(409, "sequence_exhausted");
+}
