@@ -1,6 +1,9 @@
 -- Exact arithmetic at the i64 edges: a small batch from a sequence with a large increment
 -- (2^62 over the whole bigint span) multiplied steps by the increment in bigint and failed
--- with an overflow, although every value it vends fits. The function is otherwise unchanged.
+-- with an overflow, although every value it vends fits. And the function now sets
+-- synchronous_commit = on for its own transaction: seqvend also sends it as a startup option,
+-- but a pooler in between may drop those, and without it the commit would not wait for the
+-- WAL flush that makes the values durable. Otherwise unchanged.
 
 -- Serves many vend requests in one statement. Request i asks p_counts[i] values of the
 -- sequence p_names[i]. Returns one row per sequence named: the requests for it (their indexes,
@@ -32,6 +35,7 @@ DECLARE
     final_value bigint;
     ok          boolean;
 BEGIN
+    PERFORM set_config('synchronous_commit', 'on', true);
     -- 1. Take every named sequence's lock, shared: vends do not block each other, but a
     --    retirement or a new range waits for the vends in flight, and they for it.
     SELECT array_agg(l.id) INTO locked

@@ -85,3 +85,27 @@ async fn values_vended_before_an_immediate_shutdown_are_never_vended_again() {
         .await
         .assert_error(409, "sequence_exhausted");
 }
+
+#[tokio::test]
+async fn the_vend_statement_commits_synchronously_whatever_the_session_says() {
+    let db = TestDb::shared().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    app.create_ok("sync", 1, 10).await;
+    let direct = db.connect().await;
+    // As through a pooler that dropped seqvend's startup options, on a server set to off.
+    direct
+        .batch_execute("BEGIN; SET LOCAL synchronous_commit = off")
+        .await
+        .unwrap();
+    direct
+        .query("SELECT * FROM seqvend.vend('{sync}', '{1}')", &[])
+        .await
+        .unwrap();
+    let setting: String = direct
+        .query_one("SELECT current_setting('synchronous_commit')", &[])
+        .await
+        .unwrap()
+        .get(0);
+    direct.batch_execute("COMMIT").await.unwrap();
+    assert_eq!(setting, "on", "the vend's commit waits for its WAL flush");
+}
