@@ -39,6 +39,11 @@ pub enum ApiError {
     SequenceExhausted(String),
     #[error("sequence {0:?} is retired and vends nothing")]
     SequenceRetired(String),
+    #[error(
+        "sequence {0:?} cannot vend: {1}. Its PostgreSQL sequence was changed in a way seqvend \
+         cannot repair; see \"What is safe to do by hand\" in the README"
+    )]
+    SequenceFailed(String, String),
     #[error("the request body is larger than {0} bytes")]
     PayloadTooLarge(usize),
     #[error("{0}; retry shortly")]
@@ -69,6 +74,7 @@ impl ApiError {
             Self::RangeOverlap { .. } => "range_overlap",
             Self::SequenceExhausted(_) => "sequence_exhausted",
             Self::SequenceRetired(_) => "sequence_retired",
+            Self::SequenceFailed(..) => "sequence_failed",
             Self::PayloadTooLarge(_) => "payload_too_large",
             Self::Unavailable(_) => "unavailable",
             Self::Internal(_) => "internal",
@@ -107,7 +113,7 @@ impl ResponseError for ApiError {
             Self::SequenceRetired(_) => StatusCode::GONE,
             Self::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
-            Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::SequenceFailed(..) | Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
 

@@ -21,6 +21,8 @@ pub struct Metrics {
     pub vend_batch_requests: Histogram,
     pub vend_statement_seconds: Histogram,
     pub vend_rejected: IntCounter,
+    pub sequence_repairs: IntCounterVec,
+    pub sequence_failures: IntCounterVec,
     pub vend_queue_depth: IntGauge,
     pub pool_connections: IntGaugeVec,
 }
@@ -85,6 +87,24 @@ impl Metrics {
             "Vend requests answered 503 at once because the vend queue was full.",
         )
         .expect("valid metric");
+        let sequence_repairs = IntCounterVec::new(
+            Opts::new(
+                "seqvend_sequence_repairs_total",
+                "Times a range's PostgreSQL sequence was found moved back behind values \
+                 seqvend had handed out (or out of its range) and was moved forward.",
+            ),
+            &["sequence"],
+        )
+        .expect("valid metric");
+        let sequence_failures = IntCounterVec::new(
+            Opts::new(
+                "seqvend_sequence_failures_total",
+                "Vend statements in which one sequence failed on its own (its PostgreSQL \
+                 sequence missing or altered beyond repair); its requests answered 500.",
+            ),
+            &["sequence"],
+        )
+        .expect("valid metric");
         let vend_queue_depth = IntGauge::new(
             "seqvend_vend_queue_depth",
             "Vend requests waiting for a database statement.",
@@ -108,6 +128,8 @@ impl Metrics {
             vend_batch_requests,
             vend_statement_seconds,
             vend_rejected,
+            sequence_repairs,
+            sequence_failures,
             vend_queue_depth,
             pool_connections,
         };
@@ -116,7 +138,7 @@ impl Metrics {
     }
 
     fn register_all(&self) {
-        let collectors: [Box<dyn prometheus::core::Collector>; 9] = [
+        let collectors: [Box<dyn prometheus::core::Collector>; 11] = [
             Box::new(self.http_requests.clone()),
             Box::new(self.values_vended.clone()),
             Box::new(self.remaining.clone()),
@@ -124,6 +146,8 @@ impl Metrics {
             Box::new(self.vend_batch_requests.clone()),
             Box::new(self.vend_statement_seconds.clone()),
             Box::new(self.vend_rejected.clone()),
+            Box::new(self.sequence_repairs.clone()),
+            Box::new(self.sequence_failures.clone()),
             Box::new(self.vend_queue_depth.clone()),
             Box::new(self.pool_connections.clone()),
         ];

@@ -45,7 +45,7 @@ pub enum Vended<'a> {
         (status = 404, description = "not_found", body = ErrorBody),
         (status = 409, description = "sequence_exhausted", body = ErrorBody),
         (status = 410, description = "sequence_retired", body = ErrorBody),
-        (status = 500, description = "internal", body = ErrorBody),
+        (status = 500, description = "sequence_failed (its PostgreSQL sequence was dropped or altered beyond repair) or internal", body = ErrorBody),
         (status = 503, description = "unavailable: database down or slow, or queue full", body = ErrorBody),
     )
 )]
@@ -71,6 +71,7 @@ pub async fn next(
         Outcome::Exhausted => return Err(ApiError::SequenceExhausted(name.to_string())),
         Outcome::Retired => return Err(ApiError::SequenceRetired(name.to_string())),
         Outcome::NotFound => return Err(ApiError::sequence_not_found(name.as_str())),
+        Outcome::Failed(reason) => return Err(ApiError::SequenceFailed(name.to_string(), reason)),
     };
     let sequence = name.as_str();
     let exhausted = values.len() < wanted as usize;

@@ -8,7 +8,8 @@ use deadpool_postgres::{Object, Pool};
 use crate::domain::SequenceName;
 use crate::metrics::Metrics;
 
-const VEND_SQL: &str = "SELECT requests, outcome, vals FROM seqvend.vend($1::text[], $2::int4[])";
+const VEND_SQL: &str =
+    "SELECT requests, outcome, vals, detail FROM seqvend.vend($1::text[], $2::int4[])";
 
 /// What one request got.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,6 +19,9 @@ pub enum Outcome {
     Exhausted,
     Retired,
     NotFound,
+    /// The sequence failed on its own (e.g. its PostgreSQL sequence was dropped or altered
+    /// beyond repair); the other sequences of the statement were served. Says why.
+    Failed(String),
 }
 
 /// One request of a statement.
@@ -51,10 +55,15 @@ pub async fn vend(
             .map(|r| usize::try_from(r - 1).ok().filter(|&i| i < asks.len()))
             .collect::<Option<Vec<usize>>>()
             .context("request index out of bounds")?;
+        let name = asks[indexes[0]].name.as_str();
+        let detail: Option<String> = row.get(3);
         let handed_out = match row.get::<_, &str>(1) {
             "ok" => {
+                if let Some(repaired) = detail {
+                    tracing::warn!(sequence = name, "{repaired}");
+                    metrics.sequence_repairs.with_label_values(&[name]).inc();
+                }
                 let values: Vec<i64> = row.get(2);
-                let name = asks[indexes[0]].name.as_str();
                 metrics
                     .values_vended
                     .with_label_values(&[name])
@@ -64,6 +73,12 @@ pub async fn vend(
             }
             "retired" => vec![Outcome::Retired; indexes.len()],
             "not_found" => vec![Outcome::NotFound; indexes.len()],
+            "failed" => {
+                let reason = detail.unwrap_or_default();
+                tracing::error!(sequence = name, reason, "vending from a sequence failed");
+                metrics.sequence_failures.with_label_values(&[name]).inc();
+                vec![Outcome::Failed(reason); indexes.len()]
+            }
             other => anyhow::bail!("unexpected vend outcome {other:?}"),
         };
         for (index, outcome) in indexes.into_iter().zip(handed_out) {

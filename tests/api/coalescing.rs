@@ -291,3 +291,54 @@ async fn a_caller_that_goes_away_leaves_the_queue() {
     vender.vend(name("gone"), 1).await.unwrap();
     assert_eq!(metrics.vend_queue_depth.get(), 0);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sequence_that_fails_in_a_shared_statement_fails_alone() {
+    let db = TestDb::shared().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    app.create_ok("gate", 1, 1000).await; // range 1: the one `block_range` holds
+    app.create_ok("broken", 2000, 3000).await;
+    app.create_ok("fine", 5000, 6000).await;
+    db.connect()
+        .await
+        .batch_execute(
+            "DROP SEQUENCE seqvend_ranges.r2; \
+             ALTER SEQUENCE seqvend_ranges.r3 RESTART WITH 5005",
+        )
+        .await
+        .unwrap();
+    let metrics = Arc::new(Metrics::new());
+    let vender = vender_with_metrics(&db, 1, VendSettings::default(), metrics.clone());
+
+    // One lane: while the gate's statement waits, the others queue and then share one.
+    let blocker = block_range(&db).await;
+    let gate = vender.submit(name("gate"), 1).unwrap();
+    wait_until_a_vend_waits_on_the_lock(&db).await;
+    let broken = vender.submit(name("broken"), 2).unwrap();
+    let fine = vender.submit(name("fine"), 2).unwrap();
+    let fine_again = vender.submit(name("fine"), 1).unwrap();
+    blocker
+        .batch_execute("SELECT pg_advisory_unlock_all()")
+        .await
+        .unwrap();
+
+    assert_eq!(gate.wait().await.unwrap(), Outcome::Values(vec![1]));
+    match broken.wait().await.unwrap() {
+        Outcome::Failed(reason) => assert!(reason.contains("missing"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        fine.wait().await.unwrap(),
+        Outcome::Values(vec![5005, 5006])
+    );
+    assert_eq!(
+        fine_again.wait().await.unwrap(),
+        Outcome::Values(vec![5007])
+    );
+    assert_eq!(
+        metrics.vend_batch_requests.get_sample_count(),
+        2,
+        "the gate's statement, then one for the three others"
+    );
+    assert_eq!(metrics.vend_batch_requests.get_sample_sum(), 4.0);
+}

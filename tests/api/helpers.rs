@@ -73,6 +73,23 @@ impl TestDb {
         Self::create(shared_cluster()).await
     }
 
+    /// A real psql session on this database (quiet, unaligned, tuples only), the way a DBA
+    /// or another application reaches it.
+    pub fn psql(&self) -> std::process::Command {
+        let mut psql = std::process::Command::new(shared_cluster().bin_dir().join("psql"));
+        psql.args([
+            "-X",
+            "-q",
+            "-A",
+            "-t",
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-d",
+            &self.url,
+        ]);
+        psql
+    }
+
     /// A plain connection for looking behind seqvend's back.
     pub async fn connect(&self) -> tokio_postgres::Client {
         let (client, connection) = tokio_postgres::connect(&self.url, tokio_postgres::NoTls)

@@ -1,5 +1,6 @@
 //! seqvend's integration tests: real HTTP against real PostgreSQL clusters.
 
+mod by_hand;
 mod coalescing;
 mod concurrency;
 mod deploy;
