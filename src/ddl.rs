@@ -3,7 +3,9 @@
 //! Each range is one PostgreSQL sequence named `seqvend_ranges.r<range id>`: the name comes
 //! from the range's integer id, never from a user's name, so it is short, unique and never
 //! truncated. The registry stores it as a `regclass` (dump-safe); at request time it is passed
-//! as that value, never spliced.
+//! to `nextval` as that value, never spliced. (Two SQL functions splice a `regclass`'s own
+//! printed, quoted name, where PostgreSQL offers nothing else: `repair_rewind` locks a
+//! sequence with `ALTER SEQUENCE`, and `range_last_value` reads `is_called`.)
 
 use sqlx::postgres::types::Oid;
 use sqlx::{Postgres, Transaction};

@@ -147,7 +147,7 @@ pub async fn get_sequence(pool: &PgPool, name: &SequenceName) -> Result<Sequence
                   r.min_value AS "min_value?", r.max_value AS "max_value?",
                   r.start_value AS "start_value?", r.status AS "range_status?",
                   r.pg_sequence::text AS "pg_sequence?",
-                  pg_sequence_last_value(r.pg_sequence::regclass) AS last_value
+                  seqvend.range_last_value(r.pg_sequence, r.high_water, s.increment) AS last_value
              FROM seqvend.sequences s
              LEFT JOIN seqvend.ranges r ON r.sequence_id = s.id
             WHERE s.name = $1
@@ -175,7 +175,7 @@ pub async fn list_sequences(
                   r.min_value AS "min_value?", r.max_value AS "max_value?",
                   r.start_value AS "start_value?", r.status AS "range_status?",
                   r.pg_sequence::text AS "pg_sequence?",
-                  pg_sequence_last_value(r.pg_sequence::regclass) AS last_value
+                  seqvend.range_last_value(r.pg_sequence, r.high_water, s.increment) AS last_value
              FROM (SELECT * FROM seqvend.sequences
                     WHERE name > $1 ORDER BY name LIMIT $2) s
              LEFT JOIN seqvend.ranges r ON r.sequence_id = s.id
@@ -214,7 +214,7 @@ pub async fn live_sequences(
                   r.start_value AS "start_value?", r.status AS "range_status?",
                   r.pg_sequence::text AS "pg_sequence?",
                   CASE WHEN r.status <> 'exhausted'
-                       THEN pg_sequence_last_value(r.pg_sequence::regclass) END AS last_value
+                       THEN seqvend.range_last_value(r.pg_sequence, r.high_water, s.increment) END AS last_value
              FROM (SELECT * FROM seqvend.sequences
                     WHERE status <> 'retired' AND name > $1 ORDER BY name LIMIT $2) s
              LEFT JOIN seqvend.ranges r ON r.sequence_id = s.id

@@ -49,7 +49,8 @@ impl RangeStatus {
     }
 }
 
-/// A range as stored, plus its sequence's `last_value` (None until the first draw).
+/// A range as stored, plus the last value taken from it: the furthest of its sequence's
+/// position and its high-water mark (None until the first draw).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RangeState {
     pub min: i64,

@@ -72,6 +72,11 @@ async fn a_restart_forward_skips_ahead_and_nextval_elsewhere_interleaves() {
 
     // A legacy system used the numbers below 5000.
     psql(&db, format!("ALTER SEQUENCE {sequence} RESTART WITH 5000")).await;
+    let range = &app.get("legacy").await.body["ranges"][0];
+    assert_eq!(
+        (range["next"].as_i64(), range["remaining"].as_i64()),
+        (Some(5000), Some(995_001))
+    );
     assert_eq!(values_of(&app.next_batch("legacy", 2).await), [5000, 5001]);
 
     // Another application draws from the same sequence the PostgreSQL way.
@@ -102,6 +107,11 @@ async fn a_sequence_moved_back_never_hands_out_a_value_twice() {
         assert_eq!(before, (1..=20).collect::<Vec<_>>(), "{name}");
 
         psql(&db, rewind.replace("{seq}", &sequence)).await;
+        let range = &app.get(name).await.body["ranges"][0];
+        assert_eq!(
+            range["next"], 21,
+            "{name}: shown past the mark before the repair"
+        );
         let mut after = values_of(&app.next_batch(name, 20).await);
         after.push(app.next_value(name).await);
         assert_eq!(after, (21..=41).collect::<Vec<_>>(), "{name}: {rewind}");
@@ -221,6 +231,7 @@ async fn a_sequence_dropped_or_reversed_by_hand_fails_alone_with_a_clear_error()
         .await
         .assert_error(500, "sequence_failed");
     assert_eq!(app.next_value("fine").await, 5000);
+    assert_eq!(app.get("dropped").await.status, 200, "reading still works");
     let metrics = metrics(&app).await;
     assert!(
         metrics.contains("seqvend_sequence_failures_total{sequence=\"reversed\"} 1"),
