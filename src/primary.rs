@@ -119,7 +119,7 @@ async fn find(connector: &Connector) -> Option<(usize, tokio_postgres::Client)> 
     let current = connector.primary().host();
     for i in (1..=count).map(|k| (current + k) % count) {
         match connector.connect_host(i).await {
-            Ok((client, _connection)) => return Some((i, client)),
+            Ok((client, _connection, _)) => return Some((i, client)),
             Err(err) => {
                 let host = connector.target().describe(i);
                 tracing::debug!(%host, error = %chain(&err), "not the primary");

@@ -110,6 +110,10 @@ pub struct VendSettings {
     pub queue_bound: usize,
     /// Longest a vend request waits for its values before answering 503.
     pub deadline: Duration,
+    /// Longest a vend statement may take, by seqvend's own clock: past it, its connection is
+    /// closed. The server's `statement_timeout` plus a connect timeout, so that a server that
+    /// still answers cancels its own statements first.
+    pub statement_deadline: Duration,
 }
 
 #[derive(Debug, Clone)]
@@ -141,6 +145,7 @@ impl Default for VendSettings {
             batch_max_values: 100_000,
             queue_bound: 8192,
             deadline: Duration::from_millis(2000),
+            statement_deadline: Duration::from_millis(6000),
         }
     }
 }
@@ -202,6 +207,7 @@ impl Settings {
             batch_max_values: parse(get("SEQVEND_BATCH_MAX_VALUES"), vend.batch_max_values)?,
             queue_bound: parse(get("SEQVEND_QUEUE_BOUND"), vend.queue_bound)?,
             deadline: millis(get("SEQVEND_VEND_DEADLINE_MS"), vend.deadline)?,
+            statement_deadline: database.statement_timeout + database.connect_timeout,
         };
         let watch = WatchSettings {
             interval: Duration::from_secs(parse(

@@ -69,7 +69,7 @@ impl Application {
 #[derive(Clone)]
 struct AppState {
     registry: web::Data<sqlx::PgPool>,
-    vend_pool: web::Data<deadpool_postgres::Pool>,
+    vend_pool: web::Data<crate::db::VendPool>,
     vender: web::Data<Vender>,
     metrics: web::Data<Metrics>,
     tokens: web::Data<Tokens>,

@@ -4,19 +4,19 @@
 //! handshake and acknowledges what is sent: only a deadline on the whole exchange notices. A
 //! frozen first host so costs one timeout per new connection, not forever.
 
-use std::future::Future;
 use std::io;
-use std::pin::Pin;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use tokio::task::JoinHandle;
 use tokio_postgres::config::TargetSessionAttrs;
-use tokio_postgres::Client;
+use tokio_postgres::{AsyncMessage, Client};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::pg_error;
 use super::target::Target;
+use super::vend_pool::UnconfirmedCommit;
 use crate::primary::Primary;
 use crate::settings::DatabaseSettings;
 
@@ -32,7 +32,8 @@ pub struct Connector {
     options: String,
 }
 
-type Connected = (Client, JoinHandle<()>);
+/// A client, the task running its connection, and what that task saw of its commits.
+type Connected = (Client, JoinHandle<()>, UnconfirmedCommit);
 
 impl Connector {
     pub fn new(
@@ -82,10 +83,25 @@ impl Connector {
         let moved_away = self.primary.moved_away_from(i);
         let host = self.target.describe(i);
         match tokio::time::timeout(self.timeout, config.connect(self.tls.clone())).await {
-            Ok(Ok((client, connection))) => {
+            Ok(Ok((client, mut connection))) => {
+                let unconfirmed = UnconfirmedCommit::default();
+                let seen = unconfirmed.clone();
+                // Runs the connection, looking at each notice (the Connection future alone
+                // would only log them).
+                let run = std::future::poll_fn(move |cx| loop {
+                    match connection.poll_message(cx) {
+                        Poll::Ready(Some(Ok(AsyncMessage::Notice(notice)))) => {
+                            seen.observe(&notice)
+                        }
+                        Poll::Ready(Some(Ok(_))) => {}
+                        Poll::Ready(Some(Err(err))) => return Poll::Ready(Err(err)),
+                        Poll::Ready(None) => return Poll::Ready(Ok(())),
+                        Poll::Pending => return Poll::Pending,
+                    }
+                });
                 let task = tokio::spawn(async move {
                     tokio::select! {
-                        ended = connection => if let Err(err) = ended {
+                        ended = run => if let Err(err) = ended {
                             tracing::debug!(%host, error = %chain(&err), "a database connection failed");
                         },
                         () = moved_away => {
@@ -93,7 +109,7 @@ impl Connector {
                         }
                     }
                 });
-                Ok((client, task))
+                Ok((client, task, unconfirmed))
             }
             Ok(Err(err)) => Err(err),
             Err(_) => {
@@ -128,16 +144,6 @@ impl Connector {
 /// The kernel takes keepalive times in whole seconds, and refuses zero.
 fn at_least_a_second(duration: Duration) -> Duration {
     duration.max(Duration::from_secs(1))
-}
-
-/// The vend pool's connections.
-impl deadpool_postgres::Connect for Connector {
-    fn connect(
-        &self,
-        _: &tokio_postgres::Config,
-    ) -> Pin<Box<dyn Future<Output = Result<Connected, tokio_postgres::Error>> + Send + '_>> {
-        Box::pin(self.connect_primary())
-    }
 }
 
 /// An error and its causes on one line (tokio-postgres shows only the outermost).

@@ -8,12 +8,14 @@ mod pg_error;
 mod registry;
 mod target;
 mod tls;
+mod vend_pool;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime, Timeouts};
+use deadpool::managed::Timeouts;
+use deadpool::Runtime;
 use sqlx::postgres::PgConnectOptions;
 use sqlx::PgPool;
 
@@ -21,6 +23,8 @@ use crate::primary::{self, Primary};
 use crate::settings::DatabaseSettings;
 use connect::Connector;
 use target::Target;
+use vend_pool::VendManager;
+pub use vend_pool::{discard, VendConnection, VendPool};
 
 /// Session settings for every seqvend connection, both pools alike. `synchronous_commit = on`
 /// is what makes a vend's commit wait for its WAL flush (and for a synchronous standby) before
@@ -41,7 +45,7 @@ fn session_settings(settings: &DatabaseSettings) -> Vec<(&'static str, String)> 
 
 /// Both pools, following one primary: when it moves, the vend pool's connections to the old
 /// one end too.
-pub fn pools(url: &str, settings: &DatabaseSettings) -> anyhow::Result<(PgPool, Pool)> {
+pub fn pools(url: &str, settings: &DatabaseSettings) -> anyhow::Result<(PgPool, VendPool)> {
     let database = Database::new(url, settings)?;
     Ok((database.registry_pool()?, database.vend_pool()?))
 }
@@ -53,7 +57,7 @@ pub fn registry_pool(url: &str, settings: &DatabaseSettings) -> anyhow::Result<P
 }
 
 /// The vend pool alone: each new connection goes to the first host that accepts writes.
-pub fn vend_pool(url: &str, settings: &DatabaseSettings) -> anyhow::Result<Pool> {
+pub fn vend_pool(url: &str, settings: &DatabaseSettings) -> anyhow::Result<VendPool> {
     Database::new(url, settings)?.vend_pool()
 }
 
@@ -106,17 +110,10 @@ impl Database {
         Ok(pool)
     }
 
-    fn vend_pool(&self) -> anyhow::Result<Pool> {
+    fn vend_pool(&self) -> anyhow::Result<VendPool> {
         let connector = self.connector("seqvend")?;
         let hosts = self.target.host_count() as u32;
-        // The config is only shown by deadpool (password hidden); `Connector` makes the real ones.
-        let manager = Manager::from_connect(
-            self.target.host_config(0),
-            connector,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
+        let manager = VendManager::new(connector);
         let timeout = self.settings.connect_timeout;
         let timeouts = Timeouts {
             wait: Some(timeout),
@@ -124,21 +121,13 @@ impl Database {
             create: Some(timeout * hosts + Duration::from_millis(500)),
             recycle: Some(timeout),
         };
-        Pool::builder(manager)
+        VendPool::builder(manager)
             .max_size(self.settings.vend_pool_size)
             .timeouts(timeouts)
             .runtime(Runtime::Tokio1)
             .build()
             .context("building the vend connection pool")
     }
-}
-
-/// Closes a vend connection instead of returning it to the pool: for a connection whose
-/// statement was abandoned (its client-side deadline passed). It may still be waiting for that
-/// statement's answer, and the next statement sent on it would wait behind it.
-pub fn discard(client: deadpool_postgres::Object) {
-    // Taken out of the pool, the connection's task is aborted when it drops, closing the socket.
-    drop(deadpool_postgres::Object::take(client));
 }
 
 /// True when the failure means "the database cannot serve now" (down, restarting, failing
@@ -148,8 +137,10 @@ pub fn is_unavailable(err: &anyhow::Error) -> bool {
         if let Some(pg) = cause.downcast_ref::<tokio_postgres::Error>() {
             return pg.is_closed() || pg.code().is_none_or(|c| unavailable_code(c.code()));
         }
-        if let Some(pool) = cause.downcast_ref::<deadpool_postgres::PoolError>() {
-            return !matches!(pool, deadpool_postgres::PoolError::PostCreateHook(_));
+        if let Some(pool) =
+            cause.downcast_ref::<deadpool::managed::PoolError<tokio_postgres::Error>>()
+        {
+            return !matches!(pool, deadpool::managed::PoolError::PostCreateHook(_));
         }
         if let Some(sqlx) = cause.downcast_ref::<sqlx::Error>() {
             return match sqlx {

@@ -1,7 +1,7 @@
 //! Liveness, readiness and metrics: no authentication, logged at DEBUG.
 
+use crate::db::VendPool as Pool;
 use actix_web::{web, HttpResponse};
-use deadpool_postgres::Pool;
 use serde::Serialize;
 use sqlx::PgPool;
 use utoipa::ToSchema;

@@ -3,8 +3,9 @@
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
+use std::time::Duration;
 
-use deadpool_postgres::Pool;
+use crate::db::VendPool as Pool;
 use tokio::sync::{mpsc, oneshot, Semaphore};
 
 use super::statement::{self, Ask, Outcome};
@@ -101,8 +102,9 @@ impl Vender {
                     return Err(inner.reject());
                 };
                 let (pool, metrics) = (inner.pool.clone(), inner.metrics.clone());
+                let deadline = inner.settings.statement_deadline;
                 tokio::spawn(async move {
-                    serve(&pool, &metrics, vec![job]).await;
+                    serve(&pool, &metrics, vec![job], deadline).await;
                     drop(permit);
                 });
             }
@@ -181,14 +183,20 @@ impl Lane {
                 }
                 batch.push(job);
             }
-            serve(&self.pool, &self.metrics, batch).await;
+            serve(
+                &self.pool,
+                &self.metrics,
+                batch,
+                self.settings.statement_deadline,
+            )
+            .await;
         }
     }
 }
 
 /// Runs one statement for `jobs` and answers each. Jobs whose caller already gave up are
 /// left out, so no values are drawn for nobody.
-async fn serve(pool: &Pool, metrics: &Metrics, mut jobs: Vec<Job>) {
+async fn serve(pool: &Pool, metrics: &Metrics, mut jobs: Vec<Job>, deadline: Duration) {
     jobs.retain(|job| !job.reply.is_closed());
     if jobs.is_empty() {
         return;
@@ -200,7 +208,7 @@ async fn serve(pool: &Pool, metrics: &Metrics, mut jobs: Vec<Job>) {
             count: j.count,
         })
         .collect();
-    match statement::vend(pool, metrics, &asks).await {
+    match statement::vend(pool, metrics, &asks, deadline).await {
         Ok(outcomes) => {
             for (job, outcome) in jobs.into_iter().zip(outcomes) {
                 let _ = job.reply.send(Ok(outcome));

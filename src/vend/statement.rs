@@ -1,9 +1,9 @@
 //! The one vend statement, run on a pooled connection.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
+use crate::db::{VendConnection, VendPool as Pool};
 use anyhow::Context;
-use deadpool_postgres::{Object, Pool};
 
 use crate::domain::SequenceName;
 use crate::metrics::Metrics;
@@ -31,17 +31,38 @@ pub struct Ask<'a> {
 }
 
 /// Serves `asks` with one statement; the outcomes come back in the same order. The values
-/// are durable when this returns: the statement's commit waited for their WAL flush.
+/// are durable when this returns: the statement's commit waited for their WAL flush (and for
+/// the synchronous standby, if there is one). A statement not answered within `deadline` is
+/// abandoned with its connection: its values, if it drew any, are never handed out.
 pub async fn vend(
     pool: &Pool,
     metrics: &Metrics,
     asks: &[Ask<'_>],
+    deadline: Duration,
 ) -> anyhow::Result<Vec<Outcome>> {
     let names: Vec<&str> = asks.iter().map(|a| a.name.as_str()).collect();
     let counts: Vec<i32> = asks.iter().map(|a| a.count as i32).collect();
     let client = pool.get().await.context("getting a vend connection")?;
     let started = Instant::now();
-    let rows = run(&client, &names, &counts).await?;
+    let rows = match tokio::time::timeout(deadline, run(&client, &names, &counts)).await {
+        Ok(rows) => rows?,
+        Err(elapsed) => {
+            // Never a cancel request: cancelling a commit's wait for the synchronous standby
+            // would leave it committed locally only. Closing the connection leaves nothing
+            // waiting behind the statement.
+            crate::db::discard(client);
+            return Err(anyhow::Error::new(elapsed).context(format!(
+                "the vend statement did not answer within {deadline:?}"
+            )));
+        }
+    };
+    if client.commit_unconfirmed() {
+        // Committed here but perhaps not on the standby a failover would promote: handing
+        // these values out could hand them out twice. They become a gap.
+        return Err(anyhow::Error::new(std::io::Error::other(
+            "the commit's wait for the synchronous standby was cancelled: values withheld",
+        )));
+    }
     metrics
         .vend_statement_seconds
         .observe(started.elapsed().as_secs_f64());
@@ -107,7 +128,7 @@ fn hand_out(values: Vec<i64>, counts: &[u32]) -> Vec<Outcome> {
 }
 
 async fn run(
-    client: &Object,
+    client: &VendConnection,
     names: &[&str],
     counts: &[i32],
 ) -> anyhow::Result<Vec<tokio_postgres::Row>> {

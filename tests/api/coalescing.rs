@@ -277,6 +277,39 @@ async fn a_vend_the_database_cannot_answer_in_time_is_503_after_the_deadline() {
     assert!(next == 1 || next == 2, "{next}");
 }
 
+/// A statement the server never finishes (here it waits on a lock; a frozen server is the
+/// same to seqvend) is abandoned at seqvend's own deadline, with its connection, so the lane
+/// serves again at once. `statement_timeout` is set out of reach: only seqvend's clock acts.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_statement_past_its_deadline_gives_up_its_connection_and_the_lane_serves_again() {
+    let db = TestDb::shared().await;
+    let mut settings = test_settings();
+    settings.database.statement_timeout = Duration::from_secs(600);
+    settings.database.vend_pool_size = 1; // one lane, one connection
+    settings.vend.deadline = Duration::from_secs(600);
+    settings.vend.statement_deadline = Duration::from_millis(500);
+    let app = spawn_app_on(&db, settings).await;
+    app.create_ok("stuck", 1, 1000).await; // range 1: the one `block_range` holds
+    app.create_ok("free", 5000, 6000).await;
+    let blocker = block_range(&db).await;
+
+    let reply = tokio::time::timeout(Duration::from_secs(60), app.next("stuck"))
+        .await
+        .expect("answered at the statement deadline, long before the request's");
+    reply.assert_error(503, "unavailable");
+    // The abandoned statement still waits in the server; the lane has a new connection.
+    wait_until_a_vend_waits_on_the_lock(&db).await;
+    assert_eq!(app.next_value("free").await, 5000);
+
+    blocker
+        .batch_execute("SELECT pg_advisory_unlock_all()")
+        .await
+        .unwrap();
+    // The abandoned statement's value went to nobody (a gap), never handed out twice.
+    let next = app.next_value("stuck").await;
+    assert!(next == 1 || next == 2, "{next}");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_caller_that_goes_away_leaves_the_queue() {
     let db = TestDb::shared().await;

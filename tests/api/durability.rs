@@ -110,3 +110,91 @@ async fn the_vend_statement_commits_synchronously_whatever_the_session_says() {
     direct.batch_execute("COMMIT").await.unwrap();
     assert_eq!(setting, "on", "the vend's commit waits for its WAL flush");
 }
+
+/// The backend of a vend statement whose commit waits for a synchronous standby, if any.
+async fn waiting_for_the_standby(observer: &tokio_postgres::Client) -> Option<i32> {
+    observer
+        .query_opt(
+            "SELECT pid FROM pg_stat_activity WHERE wait_event = 'SyncRep' \
+             AND query LIKE '%seqvend.vend%'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .map(|row| row.get(0))
+}
+
+/// PostgreSQL commits locally, with only a WARNING, when a commit's wait for the synchronous
+/// standby is cancelled (here by a DBA's pg_cancel_backend). Those values may be missing on the
+/// standby a failover promotes, so seqvend must not hand them out.
+#[tokio::test(flavor = "multi_thread")]
+async fn values_whose_commit_the_synchronous_standby_did_not_confirm_are_withheld() {
+    let pg = OwnCluster::start("syncrep").await;
+    let db = TestDb::create(&pg.cluster).await;
+    let mut settings = test_settings();
+    // Long enough that only the cancelled wait can end the request early.
+    settings.vend.deadline = Duration::from_secs(60);
+    settings.vend.statement_deadline = Duration::from_secs(60);
+    let app = std::sync::Arc::new(spawn_app_on(&db, settings).await);
+    app.create_ok("sync", 1, 1000).await;
+    assert_eq!(app.next_value("sync").await, 1);
+
+    let dba = db.connect().await;
+    // A synchronous standby that never answers: every commit waits for it.
+    dba.batch_execute("ALTER SYSTEM SET synchronous_standby_names = 'absent'")
+        .await
+        .unwrap();
+    dba.batch_execute("SELECT pg_reload_conf()").await.unwrap();
+    // Backends read the reloaded setting at their next command; a vend that ran before that
+    // completes normally, and the next one waits.
+    let (request, pid) = loop {
+        let request = tokio::spawn({
+            let app = app.clone();
+            async move { app.next("sync").await }
+        });
+        let waiting = eventually_some(
+            Duration::from_secs(20),
+            "a vend waits for the standby, or answers",
+            || async {
+                if request.is_finished() {
+                    return Some(None);
+                }
+                waiting_for_the_standby(&dba).await.map(Some)
+            },
+        )
+        .await;
+        match waiting {
+            Some(pid) => break (request, pid),
+            None => assert_eq!(request.await.unwrap().status, StatusCode::OK),
+        }
+    };
+    dba.query_one("SELECT pg_cancel_backend($1)", &[&pid])
+        .await
+        .unwrap();
+    let reply = request.await.unwrap();
+    reply.assert_error(503, "unavailable");
+    let committed: i64 = dba
+        .query_one("SELECT high_water FROM seqvend.ranges", &[])
+        .await
+        .unwrap()
+        .get(0);
+
+    dba.batch_execute("ALTER SYSTEM RESET synchronous_standby_names")
+        .await
+        .unwrap();
+    dba.batch_execute("SELECT pg_reload_conf()").await.unwrap();
+    if let Some(pid) = waiting_for_the_standby(&dba).await {
+        dba.query_one("SELECT pg_cancel_backend($1)", &[&pid])
+            .await
+            .unwrap();
+    }
+    let next = eventually_some(Duration::from_secs(20), "vending resumes", || async {
+        let reply = app.next("sync").await;
+        (reply.status == StatusCode::OK).then(|| reply.body["value"].as_i64().unwrap())
+    })
+    .await;
+    assert!(
+        next > committed,
+        "{next} comes after {committed}, which was committed locally and withheld"
+    );
+}
