@@ -1,6 +1,7 @@
 //! The scenarios. Each runs under load from clients of which some give up after 1–5 ms
 //! (cancelling requests mid-flight), with single and batch vends.
 
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -217,6 +218,94 @@ async fn three_instances_on_one_database_roll_over_and_run_out_without_a_value_t
         &outcome,
         &record,
         "ran until the sequence was exhausted",
+    );
+}
+
+/// What a DBA and another application do to a range's sequence by the normal PostgreSQL
+/// means, while two instances vend from it under load: draw with nextval, move it forward,
+/// then move it back again and again. seqvend never hands out a value twice, nor one that the
+/// other application drew before the rewinds began.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_dba_drawing_moving_and_rewinding_the_sequence_under_load_never_gets_a_value_twice() {
+    let _turn = one_at_a_time().await;
+    let pg = Pg::start("dba", &[]).await;
+    let instances = [
+        Seqvend::start(&pg.url, &[]).await,
+        Seqvend::start(&pg.url, &[]).await,
+    ];
+    let ranges = [(1, 1_000_000_000)];
+    create(&instances[0].address(), "parcel", &ranges).await;
+    let addresses: Vec<String> = instances.iter().map(Seqvend::address).collect();
+    let stop = Arc::new(AtomicBool::new(false));
+    let (record, mut clients) = start_clients(addresses, "parcel", LOAD, stop.clone());
+    let dba = pg.connect().await;
+    let sequence: String = dba
+        .query_one("SELECT pg_sequence::text FROM seqvend.ranges", &[])
+        .await
+        .unwrap()
+        .get(0);
+
+    // Another application draws from the sequence; now and then a DBA skips far ahead.
+    let mut theirs: Vec<i64> = Vec::new();
+    for round in 0..40 {
+        let drawn = dba
+            .query(
+                "SELECT nextval($1::text::regclass) FROM generate_series(1, 50)",
+                &[&sequence],
+            )
+            .await
+            .unwrap();
+        theirs.extend(drawn.iter().map(|row| row.get::<_, i64>(0)));
+        if round % 8 == 7 {
+            dba.query_one(
+                &format!("SELECT setval('{sequence}', last_value + 1000000) FROM {sequence}"),
+                &[],
+            )
+            .await
+            .unwrap();
+        }
+        until_more_values(&record, 200).await;
+    }
+    // Moved back, again and again (the other application no longer draws: after a rewind
+    // its own values can come round again, which seqvend cannot prevent).
+    for _ in 0..40 {
+        dba.query_one(
+            &format!("SELECT setval('{sequence}', greatest(1, last_value - 5000)) FROM {sequence}"),
+            &[],
+        )
+        .await
+        .unwrap();
+        until_more_values(&record, 200).await;
+    }
+    stop.store(true, Ordering::Relaxed);
+    while clients.join_next().await.is_some() {}
+
+    let outcome = check(&instances[0].address(), "parcel", &ranges, &record).await;
+    let seqvend_values: HashSet<i64> = record.values.lock().unwrap().iter().copied().collect();
+    let shared = theirs.iter().filter(|v| seqvend_values.contains(v)).count();
+    assert_eq!(
+        shared, 0,
+        "values both the other application and seqvend handed out"
+    );
+    assert_eq!(theirs.iter().collect::<HashSet<_>>().len(), theirs.len());
+    let repairs: i64 = dba
+        .query_one(
+            "SELECT count(*) FROM seqvend.events WHERE kind = 'rewind'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(repairs > 0, "the rewinds were seen and repaired");
+    report(
+        "7-hands-on-dba",
+        "2 instances under load; another application draws 2,000 values with nextval and skips ahead 5 times, then 40 rewinds (setval 5,000 back)",
+        &outcome,
+        &record,
+        &format!(
+            "none of the other application's {} values vended by seqvend; {repairs} rewinds found and repaired",
+            theirs.len()
+        ),
     );
 }
 
