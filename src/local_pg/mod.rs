@@ -166,6 +166,9 @@ impl LocalCluster {
                 "unix_socket_directories=",
             ])
             .args(self.settings.iter().flat_map(|s| ["-c", s.as_str()]))
+            // Last, so no setting above can turn them off: without them a power loss (or a
+            // crash of the machine) can lose committed WAL, and values already handed out.
+            .args(["-c", "fsync=on", "-c", "full_page_writes=on"])
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log);

@@ -375,3 +375,147 @@ async fn a_sequence_that_fails_in_a_shared_statement_fails_alone() {
     );
     assert_eq!(metrics.vend_batch_requests.get_sample_sum(), 4.0);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_coalescing_each_request_is_its_own_statement_and_the_queue_is_bounded() {
+    let db = TestDb::shared().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    app.create_ok("gate", 1, 1000).await; // range 1: the one `block_range` holds
+    app.create_ok("direct", 100, 1000).await;
+    let metrics = Arc::new(Metrics::new());
+    let settings = VendSettings {
+        coalesce: false,
+        queue_bound: 2,
+        ..Default::default()
+    };
+    let vender = vender_with_metrics(&db, 2, settings, metrics.clone());
+    let blocker = block_range(&db).await;
+    let held = vender.submit(name("gate"), 1).unwrap();
+    wait_until_a_vend_waits_on_the_lock(&db).await;
+    let second = vender.submit(name("direct"), 2).unwrap();
+    let refused = vender
+        .submit(name("direct"), 1)
+        .err()
+        .expect("the queue is full");
+    assert!(matches!(refused, ApiError::Unavailable(_)), "{refused:?}");
+    assert_eq!(
+        second.wait().await.unwrap(),
+        Outcome::Values(vec![100, 101])
+    );
+    blocker
+        .batch_execute("SELECT pg_advisory_unlock_all()")
+        .await
+        .unwrap();
+    assert_eq!(held.wait().await.unwrap(), Outcome::Values(vec![1]));
+    assert_eq!(
+        vender.vend(name("direct"), 1).await.unwrap(),
+        Outcome::Values(vec![102])
+    );
+    assert_eq!(
+        metrics.vend_batch_requests.get_sample_sum(),
+        metrics.vend_batch_requests.get_sample_count() as f64,
+        "one request per statement"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_request_that_would_overfill_a_statement_waits_for_the_next_one() {
+    let db = TestDb::shared().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    app.create_ok("gate", 1, 1000).await; // range 1: the one `block_range` holds
+    app.create_ok("big", 100, 1000).await;
+    let metrics = Arc::new(Metrics::new());
+    let settings = VendSettings {
+        batch_max_values: 5,
+        ..Default::default()
+    };
+    let vender = vender_with_metrics(&db, 1, settings, metrics.clone());
+    let blocker = block_range(&db).await;
+    let gate = vender.submit(name("gate"), 1).unwrap();
+    wait_until_a_vend_waits_on_the_lock(&db).await;
+    let first = vender.submit(name("big"), 3).unwrap();
+    let carried = vender.submit(name("big"), 3).unwrap(); // 6 > 5: the next statement
+    let last = vender.submit(name("big"), 1).unwrap();
+    blocker
+        .batch_execute("SELECT pg_advisory_unlock_all()")
+        .await
+        .unwrap();
+    assert_eq!(gate.wait().await.unwrap(), Outcome::Values(vec![1]));
+    assert_eq!(
+        first.wait().await.unwrap(),
+        Outcome::Values(vec![100, 101, 102])
+    );
+    assert_eq!(
+        carried.wait().await.unwrap(),
+        Outcome::Values(vec![103, 104, 105])
+    );
+    assert_eq!(last.wait().await.unwrap(), Outcome::Values(vec![106]));
+    assert_eq!(
+        metrics.vend_batch_requests.get_sample_count(),
+        3,
+        "the gate; the first request; the carried one with the last"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn no_value_is_drawn_for_a_caller_that_went_away_before_its_statement() {
+    let db = TestDb::shared().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    app.create_ok("gate", 1, 1000).await; // range 1: the one `block_range` holds
+    app.create_ok("kept", 100, 1000).await;
+    let vender = vender(&db, 1, VendSettings::default());
+    let blocker = block_range(&db).await;
+    let gate = vender.submit(name("gate"), 1).unwrap();
+    wait_until_a_vend_waits_on_the_lock(&db).await;
+    let gone = vender.submit(name("kept"), 5).unwrap();
+    let stays = vender.submit(name("kept"), 1).unwrap();
+    drop(gone); // as a dropped HTTP request does
+    blocker
+        .batch_execute("SELECT pg_advisory_unlock_all()")
+        .await
+        .unwrap();
+    assert_eq!(gate.wait().await.unwrap(), Outcome::Values(vec![1]));
+    assert_eq!(
+        stays.wait().await.unwrap(),
+        Outcome::Values(vec![100]),
+        "nothing was drawn for the caller that left"
+    );
+}
+
+/// The server's own `statement_timeout` (seqvend's session setting) cancels a statement stuck
+/// on a lock; seqvend's clocks are set out of reach so only the server acts.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_servers_statement_timeout_cancels_a_stuck_vend() {
+    let db = TestDb::shared().await;
+    let mut settings = test_settings();
+    settings.database.statement_timeout = Duration::from_millis(300);
+    settings.vend.deadline = Duration::from_secs(600);
+    settings.vend.statement_deadline = Duration::from_secs(600);
+    let app = spawn_app_on(&db, settings).await;
+    app.create_ok("held", 1, 1000).await;
+    let blocker = block_range(&db).await;
+    let reply = tokio::time::timeout(Duration::from_secs(60), app.next("held"))
+        .await
+        .expect("answered once the server cancelled the statement");
+    reply.assert_error(503, "unavailable");
+    let observer = db.connect().await;
+    let waiting: i64 = observer
+        .query_one(
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'advisory' \
+             AND query LIKE '%seqvend.vend%'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(waiting, 0, "the statement was cancelled, not left waiting");
+    blocker
+        .batch_execute("SELECT pg_advisory_unlock_all()")
+        .await
+        .unwrap();
+    assert_eq!(
+        app.next_value("held").await,
+        1,
+        "a cancelled draw drew nothing"
+    );
+}

@@ -151,3 +151,123 @@ async fn after_delete_has_answered_no_instance_vends_from_the_name() {
     }
     assert_unique(&all);
 }
+
+/// A draw in flight when DELETE arrives finishes first: retirement waits for it (the vend
+/// statement holds the sequence's lock shared, retirement takes it exclusively), so once
+/// DELETE has answered, nothing more is drawn.
+#[tokio::test(flavor = "multi_thread")]
+async fn delete_waits_for_a_draw_in_flight() {
+    let db = TestDb::shared().await;
+    let app = Arc::new(spawn_app_on(&db, test_settings()).await);
+    app.create_ok("inflight", 1, 1000).await;
+    // Holding the range's row: the vend statement draws, then waits to write its mark.
+    let blocker = db.connect().await;
+    blocker
+        .batch_execute("BEGIN; SELECT 1 FROM seqvend.ranges FOR UPDATE")
+        .await
+        .unwrap();
+    let vend = tokio::spawn({
+        let app = app.clone();
+        async move { app.next_batch("inflight", 3).await }
+    });
+    let observer = db.connect().await;
+    let waiting = |event: &'static str, query: &'static str| {
+        let observer = &observer;
+        move || async move {
+            let row = observer
+                .query_one(
+                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event = $1 AND query LIKE $2",
+                    &[&event, &query],
+                )
+                .await
+                .unwrap();
+            row.get::<_, i64>(0) > 0
+        }
+    };
+    eventually(
+        Duration::from_secs(10),
+        "the vend waits to write its mark",
+        waiting("transactionid", "%seqvend.vend%"),
+    )
+    .await;
+    let retire = tokio::spawn({
+        let app = app.clone();
+        async move { app.retire("inflight").await }
+    });
+    eventually(
+        Duration::from_secs(10),
+        "DELETE waits for the draw in flight",
+        waiting("advisory", "%pg_advisory_xact_lock%"),
+    )
+    .await;
+    assert!(!retire.is_finished());
+
+    blocker.batch_execute("COMMIT").await.unwrap();
+    assert_eq!(values_of(&vend.await.unwrap()), [1, 2, 3]);
+    assert_eq!(retire.await.unwrap().status, StatusCode::OK);
+    app.next("inflight")
+        .await
+        .assert_error(410, "sequence_retired");
+}
+
+/// Two instances whose statements both need the end of a range meet there (the test holds
+/// the range until both wait on it): the values are split between them, none twice, and the
+/// event log shows one rollover.
+#[tokio::test(flavor = "multi_thread")]
+async fn two_instances_meeting_at_a_range_end_roll_over_once() {
+    let (db, apps) = two_instances().await;
+    apps[0].create_ok("meet", 1, 10).await;
+    apps[0].add_range("meet", 100, 109).await;
+    assert_eq!(values_of(&apps[0].next_batch("meet", 8).await).len(), 8);
+    let blocker = db.connect().await;
+    blocker
+        .batch_execute("SELECT pg_advisory_lock(1398166087, (SELECT min(id) FROM seqvend.ranges))")
+        .await
+        .unwrap();
+    let requests: Vec<_> = apps
+        .iter()
+        .map(|app| {
+            let app = app.clone();
+            tokio::spawn(async move { app.next_batch("meet", 4).await })
+        })
+        .collect();
+    let observer = db.connect().await;
+    eventually(
+        Duration::from_secs(10),
+        "both instances wait at the end",
+        || {
+            let observer = &observer;
+            async move {
+                let row = observer
+                    .query_one(
+                        "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'advisory' \
+                     AND query LIKE '%seqvend.vend%'",
+                        &[],
+                    )
+                    .await
+                    .unwrap();
+                row.get::<_, i64>(0) == 2
+            }
+        },
+    )
+    .await;
+    blocker
+        .batch_execute("SELECT pg_advisory_unlock_all()")
+        .await
+        .unwrap();
+    let mut values = Vec::new();
+    for request in requests {
+        values.extend(values_of(&request.await.unwrap()));
+    }
+    values.sort();
+    assert_eq!(values, [9, 10, 100, 101, 102, 103, 104, 105]);
+    let rollovers: i64 = observer
+        .query_one(
+            "SELECT count(*) FROM seqvend.events WHERE kind = 'rollover'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(rollovers, 1);
+}

@@ -208,7 +208,48 @@ async fn serve_without_a_database_url_runs_its_own_postgresql_and_values_persist
 
     let second = Served::start(&dir).await;
     assert_eq!(second.next().await, 3, "the sequence survived the restart");
+    // What a power loss needs: every flush reaches the disk, and torn pages can be repaired.
+    let private = connect_to_private_cluster(&dir).await;
+    for setting in ["fsync", "full_page_writes", "synchronous_commit"] {
+        let shown: String = private
+            .query_one(&format!("SHOW {setting}"), &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(shown, "on", "{setting} on the private cluster");
+    }
     assert!(second.terminate().success());
+}
+
+/// The settings that make a flush durable cannot be turned off by the settings a cluster is
+/// given (the tests' clusters included).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cluster_seqvend_starts_keeps_fsync_and_full_page_writes_on() {
+    let dir = scratch_dir("fsync");
+    let cluster = tokio::task::spawn_blocking(move || {
+        let cluster =
+            seqvend::local_pg::LocalCluster::open(&dir, &["fsync=off", "full_page_writes=off"])
+                .expect("cluster prepared");
+        cluster.start().expect("cluster started");
+        cluster
+    })
+    .await
+    .unwrap();
+    let db = TestDb::create(&cluster).await;
+    let client = db.connect().await;
+    for setting in ["fsync", "full_page_writes"] {
+        let shown: String = client
+            .query_one(&format!("SHOW {setting}"), &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(shown, "on", "{setting}");
+    }
+    drop(client);
+    // Dropping a cluster stops it, which waits for the postmaster.
+    tokio::task::spawn_blocking(move || drop(cluster))
+        .await
+        .unwrap();
 }
 
 /// A session on the private cluster, read from the files `serve` keeps in its data dir.

@@ -113,6 +113,24 @@ async fn increments_larger_than_one_step_through_the_range() {
     );
 }
 
+/// Large batches (many values in one statement) step by the increment too, both ways.
+#[tokio::test(flavor = "multi_thread")]
+async fn large_batches_step_by_the_increment_in_both_directions() {
+    let app = spawn_app().await;
+    app.create(json!({"name": "up3", "min": 1, "max": 1000, "increment": 3}))
+        .await;
+    app.create(json!({"name": "down7", "min": 1, "max": 1000, "increment": -7}))
+        .await;
+    let up = values_of(&app.next_batch("up3", 200).await);
+    assert_eq!(up, (0..200).map(|i| 1 + 3 * i).collect::<Vec<i64>>());
+    let down = values_of(&app.next_batch("down7", 100).await);
+    assert_eq!(down, (0..100).map(|i| 1000 - 7 * i).collect::<Vec<i64>>());
+    let reply = app.next_batch("down7", 100).await;
+    let rest = values_of(&reply);
+    assert_eq!(rest, (100..143).map(|i| 1000 - 7 * i).collect::<Vec<i64>>());
+    assert_eq!(reply.body["exhausted"], true);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn rollover_and_exhaustion_are_recorded_as_events() {
     let db = TestDb::shared().await;
