@@ -383,7 +383,12 @@ def write_results(r):
     for count in (100, 1000):
         ok, s = r[f"d{count}"]
         values = metric(s, "iterations", "rate") * count
-        target = f"≥ 2,000,000 values/s: {verdict(values >= 2_000_000)}" if count == 1000 else "all checks pass"
+        target = (
+            f"≥ 1,000,000 values/s (one nextval per value): {verdict(values >= 1_000_000)}; "
+            f"the setval design's 2,000,000: {verdict(values >= 2_000_000)}"
+            if count == 1000
+            else "all checks pass"
+        )
         lines.append(
             f"| (d) | batches of {count}, 32 VUs closed loop | {values:,.0f} values/s "
             f"({metric(s, 'iterations', 'rate'):,.0f} req/s, p99 {metric(s, 'http_req_duration', 'p(99)'):.1f} ms) "
