@@ -1,5 +1,5 @@
 //! HTTP handlers and the route table. Handlers parse requests into domain types at the
-//! edge and map outcomes to responses; the work happens in `ranges` and `vend`.
+//! edge and map outcomes to responses; the work happens in `registry` and `vend`.
 
 mod extract;
 mod health;

@@ -12,7 +12,7 @@ pub mod local_pg;
 pub mod metrics;
 pub mod migrate;
 pub mod primary;
-pub mod ranges;
+pub mod registry;
 pub mod request_log;
 pub mod settings;
 pub mod startup;

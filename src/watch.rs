@@ -11,7 +11,7 @@ use sqlx::PgPool;
 use crate::domain::{RangeState, SequenceStatus};
 use crate::error::ApiError;
 use crate::metrics::{saturating_gauge, Metrics};
-use crate::ranges::{self, SequenceRecord};
+use crate::registry::{self, SequenceRecord};
 use crate::settings::WatchSettings;
 
 pub fn spawn(pool: PgPool, metrics: Arc<Metrics>, settings: WatchSettings) {
@@ -34,7 +34,7 @@ async fn refresh(pool: &PgPool, metrics: &Metrics, low_water: f64) -> Result<(),
     let mut after = String::new();
     let mut seen = HashSet::new();
     loop {
-        let records = ranges::live_sequences(pool, &after, PAGE).await?;
+        let records = registry::live_sequences(pool, &after, PAGE).await?;
         let Some(last) = records.last() else { break };
         after = last.view.name.clone();
         for record in &records {
