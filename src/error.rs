@@ -7,6 +7,7 @@ use actix_web::{HttpResponse, ResponseError};
 use serde::Serialize;
 
 use crate::domain::{NameError, RangeError};
+use crate::registry::RegistryError;
 
 /// Seconds a client should wait before retrying a 503.
 const RETRY_AFTER_SECONDS: &str = "1";
@@ -84,17 +85,6 @@ impl ApiError {
     pub fn sequence_not_found(name: &str) -> Self {
         Self::NotFound(format!("no sequence is named {name:?}"))
     }
-
-    /// Maps a database failure: unreachable or overloaded → 503, anything else → 500.
-    pub fn from_db(err: impl Into<anyhow::Error>) -> Self {
-        let err = err.into();
-        if crate::db::is_unavailable(&err) {
-            tracing::warn!(error = %format!("{err:#}"), "database unavailable");
-            Self::Unavailable("the database is unavailable")
-        } else {
-            Self::Internal(err)
-        }
-    }
 }
 
 impl ResponseError for ApiError {
@@ -138,5 +128,27 @@ impl ResponseError for ApiError {
             error: self.code(),
             message: self.to_string(),
         })
+    }
+}
+
+impl From<RegistryError> for ApiError {
+    fn from(err: RegistryError) -> Self {
+        match err {
+            RegistryError::NotFound(name) => Self::sequence_not_found(name.as_str()),
+            RegistryError::NameTaken(name) => Self::NameTaken(name.to_string()),
+            RegistryError::RangeOverlap {
+                namespace,
+                min,
+                max,
+            } => Self::RangeOverlap {
+                namespace,
+                min,
+                max,
+            },
+            RegistryError::SequenceRetired(name) => Self::SequenceRetired(name.to_string()),
+            // Already logged, with its cause, where it was judged (`RegistryError::from_db`).
+            RegistryError::Unavailable(_) => Self::Unavailable("the database is unavailable"),
+            RegistryError::Internal(cause) => Self::Internal(cause),
+        }
     }
 }

@@ -8,16 +8,19 @@
 use sqlx::{PgPool, Postgres, Transaction};
 
 use super::views::{fold_rows, RangeView, SequencePage, SequenceRecord, SequenceRow, SequenceView};
+use super::RegistryError;
 use crate::ddl;
 use crate::domain::{
     Increment, RangeBounds, RangeState, RangeStatus, SequenceName, SequenceSpec, SequenceStatus,
 };
-use crate::error::ApiError;
 
 /// Advisory lock class for a sequence (see the vend migration).
 const SEQUENCE_LOCK_CLASS: i32 = 1_398_166_353;
 
-pub async fn get_sequence(pool: &PgPool, name: &SequenceName) -> Result<SequenceView, ApiError> {
+pub async fn get_sequence(
+    pool: &PgPool,
+    name: &SequenceName,
+) -> Result<SequenceView, RegistryError> {
     let rows = sqlx::query_as!(
         SequenceRow,
         r#"SELECT s.id, s.name, s.namespace, s.increment, s.status, s.created_at, s.updated_at,
@@ -33,11 +36,11 @@ pub async fn get_sequence(pool: &PgPool, name: &SequenceName) -> Result<Sequence
     )
     .fetch_all(pool)
     .await
-    .map_err(ApiError::from_db)?;
+    .map_err(RegistryError::from_db)?;
     fold_rows(rows)
         .pop()
         .map(|record| record.view)
-        .ok_or_else(|| ApiError::sequence_not_found(name.as_str()))
+        .ok_or_else(|| RegistryError::NotFound(name.clone()))
 }
 
 /// Sequences in name order, after `after`, at most `limit` of them.
@@ -45,7 +48,7 @@ pub async fn list_sequences(
     pool: &PgPool,
     after: Option<&SequenceName>,
     limit: u32,
-) -> Result<SequencePage, ApiError> {
+) -> Result<SequencePage, RegistryError> {
     let rows = sqlx::query_as!(
         SequenceRow,
         r#"SELECT s.id, s.name, s.namespace, s.increment, s.status, s.created_at, s.updated_at,
@@ -62,7 +65,7 @@ pub async fn list_sequences(
     )
     .fetch_all(pool)
     .await
-    .map_err(ApiError::from_db)?;
+    .map_err(RegistryError::from_db)?;
     let mut sequences: Vec<SequenceView> = fold_rows(rows)
         .into_iter()
         .map(|record| record.view)
@@ -83,7 +86,7 @@ pub async fn live_sequences(
     pool: &PgPool,
     after: &str,
     limit: i64,
-) -> Result<Vec<SequenceRecord>, ApiError> {
+) -> Result<Vec<SequenceRecord>, RegistryError> {
     let rows = sqlx::query_as!(
         SequenceRow,
         r#"SELECT s.id, s.name, s.namespace, s.increment, s.status, s.created_at, s.updated_at,
@@ -101,7 +104,7 @@ pub async fn live_sequences(
     )
     .fetch_all(pool)
     .await
-    .map_err(ApiError::from_db)?;
+    .map_err(RegistryError::from_db)?;
     Ok(fold_rows(rows))
 }
 
@@ -111,8 +114,11 @@ pub struct NewSequence {
     pub spec: SequenceSpec,
 }
 
-pub async fn create_sequence(pool: &PgPool, new: NewSequence) -> Result<SequenceView, ApiError> {
-    let mut tx = pool.begin().await.map_err(ApiError::from_db)?;
+pub async fn create_sequence(
+    pool: &PgPool,
+    new: NewSequence,
+) -> Result<SequenceView, RegistryError> {
+    let mut tx = pool.begin().await.map_err(RegistryError::from_db)?;
     let sequence_id = sqlx::query_scalar!(
         "INSERT INTO seqvend.sequences (name, namespace, increment) VALUES ($1, $2, $3)
          RETURNING id",
@@ -124,7 +130,7 @@ pub async fn create_sequence(pool: &PgPool, new: NewSequence) -> Result<Sequence
     .await
     .map_err(|err| {
         on_constraint(err, "sequences_name_key", || {
-            ApiError::NameTaken(new.name.to_string())
+            RegistryError::NameTaken(new.name.clone())
         })
     })?;
     let spec = new.spec;
@@ -142,7 +148,7 @@ pub async fn create_sequence(pool: &PgPool, new: NewSequence) -> Result<Sequence
     )
     .await?;
     record_event(&mut tx, sequence_id, Some(range_id), "created").await?;
-    tx.commit().await.map_err(ApiError::from_db)?;
+    tx.commit().await.map_err(RegistryError::from_db)?;
     get_sequence(pool, &new.name).await
 }
 
@@ -152,18 +158,18 @@ pub async fn add_range(
     pool: &PgPool,
     name: &SequenceName,
     bounds: RangeBounds,
-) -> Result<RangeView, ApiError> {
-    let mut tx = pool.begin().await.map_err(ApiError::from_db)?;
+) -> Result<RangeView, RegistryError> {
+    let mut tx = pool.begin().await.map_err(RegistryError::from_db)?;
     let sequence = lock_sequence(&mut tx, name).await?;
     let status = SequenceStatus::from_db(&sequence.status);
     let range_status = match status {
-        SequenceStatus::Retired => return Err(ApiError::SequenceRetired(name.to_string())),
+        SequenceStatus::Retired => return Err(RegistryError::SequenceRetired(name.clone())),
         SequenceStatus::Exhausted => RangeStatus::Active,
         SequenceStatus::Active => RangeStatus::Pending,
     };
     // The stored increment satisfies the same rule as a requested one (a CHECK constraint).
     let increment = Increment::new(sequence.increment)
-        .map_err(|err| ApiError::Internal(anyhow::anyhow!("stored increment: {err}")))?;
+        .map_err(|err| RegistryError::Internal(anyhow::anyhow!("stored increment: {err}")))?;
     let range = NewRange {
         bounds,
         start: bounds.natural_start(increment),
@@ -178,10 +184,10 @@ pub async fn add_range(
         )
         .execute(&mut *tx)
         .await
-        .map_err(ApiError::from_db)?;
+        .map_err(RegistryError::from_db)?;
     }
     record_event(&mut tx, sequence.id, Some(range_id), "range_added").await?;
-    tx.commit().await.map_err(ApiError::from_db)?;
+    tx.commit().await.map_err(RegistryError::from_db)?;
     let state = RangeState {
         min: bounds.min(),
         max: bounds.max(),
@@ -195,8 +201,11 @@ pub async fn add_range(
 
 /// Retires a sequence: once this returns, no instance vends from it. Retiring a retired
 /// sequence changes nothing and answers the same.
-pub async fn retire_sequence(pool: &PgPool, name: &SequenceName) -> Result<SequenceView, ApiError> {
-    let mut tx = pool.begin().await.map_err(ApiError::from_db)?;
+pub async fn retire_sequence(
+    pool: &PgPool,
+    name: &SequenceName,
+) -> Result<SequenceView, RegistryError> {
+    let mut tx = pool.begin().await.map_err(RegistryError::from_db)?;
     let sequence = lock_sequence(&mut tx, name).await?;
     if SequenceStatus::from_db(&sequence.status) != SequenceStatus::Retired {
         sqlx::query!(
@@ -205,10 +214,10 @@ pub async fn retire_sequence(pool: &PgPool, name: &SequenceName) -> Result<Seque
         )
         .execute(&mut *tx)
         .await
-        .map_err(ApiError::from_db)?;
+        .map_err(RegistryError::from_db)?;
         record_event(&mut tx, sequence.id, None, "retired").await?;
     }
-    tx.commit().await.map_err(ApiError::from_db)?;
+    tx.commit().await.map_err(RegistryError::from_db)?;
     get_sequence(pool, name).await
 }
 
@@ -225,15 +234,15 @@ struct LockedSequence {
 async fn lock_sequence(
     tx: &mut Transaction<'_, Postgres>,
     name: &SequenceName,
-) -> Result<LockedSequence, ApiError> {
+) -> Result<LockedSequence, RegistryError> {
     let id = sqlx::query_scalar!(
         "SELECT id FROM seqvend.sequences WHERE name = $1",
         name.as_str()
     )
     .fetch_optional(&mut **tx)
     .await
-    .map_err(ApiError::from_db)?
-    .ok_or_else(|| ApiError::sequence_not_found(name.as_str()))?;
+    .map_err(RegistryError::from_db)?
+    .ok_or_else(|| RegistryError::NotFound(name.clone()))?;
     sqlx::query!(
         "SELECT pg_advisory_xact_lock($1, $2)",
         SEQUENCE_LOCK_CLASS,
@@ -241,7 +250,7 @@ async fn lock_sequence(
     )
     .execute(&mut **tx)
     .await
-    .map_err(ApiError::from_db)?;
+    .map_err(RegistryError::from_db)?;
     sqlx::query_as!(
         LockedSequence,
         "SELECT id, namespace, increment, status FROM seqvend.sequences WHERE id = $1 FOR UPDATE",
@@ -249,7 +258,7 @@ async fn lock_sequence(
     )
     .fetch_one(&mut **tx)
     .await
-    .map_err(ApiError::from_db)
+    .map_err(RegistryError::from_db)
 }
 
 #[derive(Clone, Copy)]
@@ -265,14 +274,14 @@ async fn insert_range(
     namespace: &str,
     increment: Increment,
     range: NewRange,
-) -> Result<i32, ApiError> {
+) -> Result<i32, RegistryError> {
     let range_id = sqlx::query_scalar!(r#"SELECT nextval('seqvend.range_ids')::integer AS "id!""#)
         .fetch_one(&mut **tx)
         .await
-        .map_err(ApiError::from_db)?;
+        .map_err(RegistryError::from_db)?;
     let oid = ddl::create_range_sequence(tx, range_id, range.bounds, increment, range.start)
         .await
-        .map_err(ApiError::from_db)?;
+        .map_err(RegistryError::from_db)?;
     sqlx::query!(
         "INSERT INTO seqvend.ranges
              (id, sequence_id, namespace, min_value, max_value, start_value, status, pg_sequence)
@@ -289,7 +298,7 @@ async fn insert_range(
     .execute(&mut **tx)
     .await
     .map_err(|err| {
-        on_constraint(err, "ranges_no_overlap", || ApiError::RangeOverlap {
+        on_constraint(err, "ranges_no_overlap", || RegistryError::RangeOverlap {
             namespace: namespace.to_string(),
             min: range.bounds.min(),
             max: range.bounds.max(),
@@ -303,7 +312,7 @@ async fn record_event(
     sequence_id: i32,
     range_id: Option<i32>,
     kind: &str,
-) -> Result<(), ApiError> {
+) -> Result<(), RegistryError> {
     sqlx::query!(
         "INSERT INTO seqvend.events (sequence_id, range_id, kind, actor) VALUES ($1, $2, $3, 'admin')",
         sequence_id,
@@ -312,7 +321,7 @@ async fn record_event(
     )
     .execute(&mut **tx)
     .await
-    .map_err(ApiError::from_db)?;
+    .map_err(RegistryError::from_db)?;
     Ok(())
 }
 
@@ -321,10 +330,10 @@ async fn record_event(
 fn on_constraint(
     err: sqlx::Error,
     constraint: &str,
-    conflict: impl FnOnce() -> ApiError,
-) -> ApiError {
+    conflict: impl FnOnce() -> RegistryError,
+) -> RegistryError {
     match &err {
         sqlx::Error::Database(db) if db.constraint() == Some(constraint) => conflict(),
-        _ => ApiError::from_db(err),
+        _ => RegistryError::from_db(err),
     }
 }
