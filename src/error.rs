@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use crate::domain::{NameError, RangeError};
 use crate::registry::RegistryError;
+use crate::vend::VendError;
 
 /// Seconds a client should wait before retrying a 503.
 const RETRY_AFTER_SECONDS: &str = "1";
@@ -149,6 +150,18 @@ impl From<RegistryError> for ApiError {
             // Already logged, with its cause, where it was judged (`RegistryError::from_db`).
             RegistryError::Unavailable(_) => Self::Unavailable("the database is unavailable"),
             RegistryError::Internal(cause) => Self::Internal(cause),
+        }
+    }
+}
+
+impl From<VendError> for ApiError {
+    fn from(err: VendError) -> Self {
+        match err {
+            VendError::AtCapacity => Self::Unavailable("seqvend is at capacity"),
+            VendError::NoAnswerInTime => Self::Unavailable("the database did not answer in time"),
+            // Already logged, with its cause, where the statement failed.
+            VendError::Unavailable => Self::Unavailable("the database is unavailable"),
+            VendError::Internal(cause) => Self::Internal(cause),
         }
     }
 }
