@@ -5,7 +5,6 @@ pub mod auth;
 pub mod db;
 pub mod ddl;
 pub mod domain;
-pub mod error;
 pub mod handlers;
 pub mod healthcheck;
 pub mod local_pg;

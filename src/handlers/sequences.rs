@@ -7,10 +7,10 @@ use sqlx::PgPool;
 
 use utoipa::{IntoParams, ToSchema};
 
+use super::error::ApiError;
+use super::error::ErrorBody;
 use crate::auth::{Admin, Reader};
 use crate::domain::{RangeBounds, SequenceName, SequenceSpec};
-use crate::error::ApiError;
-use crate::error::ErrorBody;
 use crate::registry::{self, NewSequence, RangeView, SequencePage, SequenceView};
 
 const DEFAULT_PAGE: u32 = 100;

@@ -1,14 +1,14 @@
 //! The one error type handlers return, and its HTTP form:
 //! `{"error": "<stable code>", "message": "<what to do about it>"}`.
 //! Server-side failures are logged with their whole cause chain and answered opaquely.
+//! It knows nothing of the database: the layers below HTTP have errors of their own,
+//! translated in `error_translation`.
 
 use actix_web::http::{header, StatusCode};
 use actix_web::{HttpResponse, ResponseError};
 use serde::Serialize;
 
 use crate::domain::{NameError, RangeError};
-use crate::registry::RegistryError;
-use crate::vend::VendError;
 
 /// Seconds a client should wait before retrying a 503.
 const RETRY_AFTER_SECONDS: &str = "1";
@@ -129,39 +129,5 @@ impl ResponseError for ApiError {
             error: self.code(),
             message: self.to_string(),
         })
-    }
-}
-
-impl From<RegistryError> for ApiError {
-    fn from(err: RegistryError) -> Self {
-        match err {
-            RegistryError::NotFound(name) => Self::sequence_not_found(name.as_str()),
-            RegistryError::NameTaken(name) => Self::NameTaken(name.to_string()),
-            RegistryError::RangeOverlap {
-                namespace,
-                min,
-                max,
-            } => Self::RangeOverlap {
-                namespace,
-                min,
-                max,
-            },
-            RegistryError::SequenceRetired(name) => Self::SequenceRetired(name.to_string()),
-            // Already logged, with its cause, where it was judged (`RegistryError::from_db`).
-            RegistryError::Unavailable(_) => Self::Unavailable("the database is unavailable"),
-            RegistryError::Internal(cause) => Self::Internal(cause),
-        }
-    }
-}
-
-impl From<VendError> for ApiError {
-    fn from(err: VendError) -> Self {
-        match err {
-            VendError::AtCapacity => Self::Unavailable("seqvend is at capacity"),
-            VendError::NoAnswerInTime => Self::Unavailable("the database did not answer in time"),
-            // Already logged, with its cause, where the statement failed.
-            VendError::Unavailable => Self::Unavailable("the database is unavailable"),
-            VendError::Internal(cause) => Self::Internal(cause),
-        }
     }
 }
