@@ -7,7 +7,7 @@ use std::future::{ready, Ready};
 use actix_web::{dev::Payload, http::header, web, FromRequest, HttpRequest};
 use subtle::ConstantTimeEq;
 
-use crate::error::ApiError;
+use crate::handlers::error::ApiError;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {

@@ -1,6 +1,8 @@
 //! HTTP handlers and the route table. Handlers parse requests into domain types at the
-//! edge and map outcomes to responses; the work happens in `ranges` and `vend`.
+//! edge and map outcomes to responses; the work happens in `registry` and `vend`.
 
+pub mod error;
+mod error_translation;
 mod extract;
 mod health;
 mod openapi;
@@ -9,7 +11,7 @@ mod vend;
 
 use actix_web::{web, HttpRequest, HttpResponse};
 
-use crate::error::ApiError;
+use error::ApiError;
 
 pub use extract::{json_config, path_config, query_config, JSON_LIMIT};
 pub use openapi::ApiDoc;

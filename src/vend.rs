@@ -10,7 +10,9 @@
 //! Statements run in tasks of their own, so a client that gives up never cancels one half-way.
 
 mod engine;
+mod error;
 mod statement;
 
 pub use engine::{Pending, Vender};
+pub use error::VendError;
 pub use statement::Outcome;

@@ -9,9 +9,8 @@ use prometheus::IntGaugeVec;
 use sqlx::PgPool;
 
 use crate::domain::{RangeState, SequenceStatus};
-use crate::error::ApiError;
 use crate::metrics::{saturating_gauge, Metrics};
-use crate::ranges::{self, SequenceRecord};
+use crate::registry::{self, RegistryError, SequenceRecord};
 use crate::settings::WatchSettings;
 
 pub fn spawn(pool: PgPool, metrics: Arc<Metrics>, settings: WatchSettings) {
@@ -30,11 +29,11 @@ pub fn spawn(pool: PgPool, metrics: Arc<Metrics>, settings: WatchSettings) {
 /// Sequences read per query.
 const PAGE: i64 = 500;
 
-async fn refresh(pool: &PgPool, metrics: &Metrics, low_water: f64) -> Result<(), ApiError> {
+async fn refresh(pool: &PgPool, metrics: &Metrics, low_water: f64) -> Result<(), RegistryError> {
     let mut after = String::new();
     let mut seen = HashSet::new();
     loop {
-        let records = ranges::live_sequences(pool, &after, PAGE).await?;
+        let records = registry::live_sequences(pool, &after, PAGE).await?;
         let Some(last) = records.last() else { break };
         after = last.view.name.clone();
         for record in &records {

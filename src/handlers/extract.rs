@@ -4,7 +4,7 @@
 use actix_web::error::{JsonPayloadError, PathError, QueryPayloadError};
 use actix_web::web;
 
-use crate::error::ApiError;
+use super::error::ApiError;
 
 /// Largest accepted JSON body. Requests here are a few hundred bytes.
 pub const JSON_LIMIT: usize = 64 * 1024;

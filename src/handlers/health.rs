@@ -6,7 +6,7 @@ use serde::Serialize;
 use sqlx::PgPool;
 use utoipa::ToSchema;
 
-use crate::error::{ApiError, ErrorBody};
+use super::error::{ApiError, ErrorBody};
 use crate::metrics::Metrics;
 use crate::migrate::MIGRATOR;
 

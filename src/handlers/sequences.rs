@@ -7,11 +7,11 @@ use sqlx::PgPool;
 
 use utoipa::{IntoParams, ToSchema};
 
+use super::error::ApiError;
+use super::error::ErrorBody;
 use crate::auth::{Admin, Reader};
 use crate::domain::{RangeBounds, SequenceName, SequenceSpec};
-use crate::error::ApiError;
-use crate::error::ErrorBody;
-use crate::ranges::{self, NewSequence, RangeView, SequencePage, SequenceView};
+use crate::registry::{self, NewSequence, RangeView, SequencePage, SequenceView};
 
 const DEFAULT_PAGE: u32 = 100;
 const MAX_PAGE: u32 = 1000;
@@ -102,7 +102,7 @@ pub async fn create(
     body: web::Json<CreateSequenceBody>,
 ) -> Result<HttpResponse, ApiError> {
     let new = NewSequence::try_from(body.into_inner())?;
-    let sequence = ranges::create_sequence(&pool, new).await?;
+    let sequence = registry::create_sequence(&pool, new).await?;
     tracing::info!(sequence = %sequence.name, "sequence created");
     Ok(HttpResponse::Created().json(sequence))
 }
@@ -131,7 +131,7 @@ pub async fn add_range(
 ) -> Result<HttpResponse, ApiError> {
     let name = SequenceName::parse(&name)?;
     let bounds = RangeBounds::parse(&body.min, &body.max)?;
-    let range = ranges::add_range(&pool, &name, bounds).await?;
+    let range = registry::add_range(&pool, &name, bounds).await?;
     tracing::info!(sequence = %name, min = range.min, max = range.max, "range added");
     Ok(HttpResponse::Created().json(range))
 }
@@ -153,7 +153,7 @@ pub async fn get(
     name: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let name = SequenceName::parse(&name)?;
-    Ok(HttpResponse::Ok().json(ranges::get_sequence(&pool, &name).await?))
+    Ok(HttpResponse::Ok().json(registry::get_sequence(&pool, &name).await?))
 }
 
 #[utoipa::path(
@@ -185,7 +185,7 @@ pub async fn list(
         .map_err(|err| {
             ApiError::InvalidRequest(format!("`after` must be a sequence name: {err}"))
         })?;
-    Ok(HttpResponse::Ok().json(ranges::list_sequences(&pool, after.as_ref(), limit).await?))
+    Ok(HttpResponse::Ok().json(registry::list_sequences(&pool, after.as_ref(), limit).await?))
 }
 
 #[utoipa::path(
@@ -206,7 +206,7 @@ pub async fn retire(
     name: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let name = SequenceName::parse(&name)?;
-    let sequence = ranges::retire_sequence(&pool, &name).await?;
+    let sequence = registry::retire_sequence(&pool, &name).await?;
     tracing::info!(sequence = %name, "sequence retired");
     Ok(HttpResponse::Ok().json(sequence))
 }

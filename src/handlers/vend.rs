@@ -4,9 +4,9 @@ use actix_web::{web, HttpResponse};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
+use super::error::{ApiError, ErrorBody};
 use crate::auth::Reader;
 use crate::domain::SequenceName;
-use crate::error::{ApiError, ErrorBody};
 use crate::vend::{Outcome, Vender};
 
 const MAX_COUNT: u64 = 10_000;

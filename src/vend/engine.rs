@@ -1,5 +1,5 @@
 //! Routing vend requests to statements: lanes when coalescing, one statement per request
-//! otherwise. Queues are bounded; a full queue answers 503 at once.
+//! otherwise. Queues are bounded; a full queue refuses at once.
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
@@ -9,12 +9,12 @@ use crate::db::VendPool as Pool;
 use tokio::sync::{mpsc, oneshot, Semaphore};
 
 use super::statement::{self, Ask, Outcome};
+use super::VendError;
 use crate::domain::SequenceName;
-use crate::error::ApiError;
 use crate::metrics::Metrics;
 use crate::settings::VendSettings;
 
-type Reply = oneshot::Sender<Result<Outcome, ApiError>>;
+type Reply = oneshot::Sender<Result<Outcome, VendError>>;
 
 struct Job {
     name: SequenceName,
@@ -78,15 +78,15 @@ impl Vender {
         }
     }
 
-    /// Draws `count` values from `name`, answering 503 if the queue is full or the values do
-    /// not arrive within the vend deadline.
-    pub async fn vend(&self, name: SequenceName, count: u32) -> Result<Outcome, ApiError> {
+    /// Draws `count` values from `name`; refused if the queue is full or the values do not
+    /// arrive within the vend deadline.
+    pub async fn vend(&self, name: SequenceName, count: u32) -> Result<Outcome, VendError> {
         self.submit(name, count)?.wait().await
     }
 
-    /// Queues a request now (503 at once if the queue is full); its values come through the
+    /// Queues a request now (refused at once if the queue is full); its values come through the
     /// returned `Pending`. Requests to one sequence are served in the order they were submitted.
-    pub fn submit(&self, name: SequenceName, count: u32) -> Result<Pending, ApiError> {
+    pub fn submit(&self, name: SequenceName, count: u32) -> Result<Pending, VendError> {
         let (reply, answer) = oneshot::channel();
         let job = Job { name, count, reply };
         let inner = &self.inner;
@@ -119,17 +119,17 @@ impl Vender {
 
 /// A submitted vend request, waiting for its statement.
 pub struct Pending {
-    answer: oneshot::Receiver<Result<Outcome, ApiError>>,
+    answer: oneshot::Receiver<Result<Outcome, VendError>>,
     inner: Arc<Inner>,
 }
 
 impl Pending {
-    pub async fn wait(mut self) -> Result<Outcome, ApiError> {
+    pub async fn wait(mut self) -> Result<Outcome, VendError> {
         let deadline = self.inner.settings.deadline;
         match tokio::time::timeout(deadline, &mut self.answer).await {
             Ok(Ok(result)) => result,
-            Ok(Err(_)) => Err(ApiError::Internal(anyhow::anyhow!("vend lane stopped"))),
-            Err(_) => Err(ApiError::Unavailable("the database did not answer in time")),
+            Ok(Err(_)) => Err(VendError::Internal(anyhow::anyhow!("vend lane stopped"))),
+            Err(_) => Err(VendError::NoAnswerInTime),
         }
     }
 }
@@ -143,9 +143,9 @@ impl Drop for Pending {
 }
 
 impl Inner {
-    fn reject(&self) -> ApiError {
+    fn reject(&self) -> VendError {
         self.metrics.vend_rejected.inc();
-        ApiError::Unavailable("seqvend is at capacity")
+        VendError::AtCapacity
     }
 }
 
@@ -215,18 +215,9 @@ async fn serve(pool: &Pool, metrics: &Metrics, mut jobs: Vec<Job>, deadline: Dur
             }
         }
         Err(err) => {
-            let unavailable = crate::db::is_unavailable(&err);
-            if unavailable {
-                tracing::warn!(error = %format!("{err:#}"), "vend statement failed: database unavailable");
-            } else {
-                tracing::error!(error = %format!("{err:#}"), "vend statement failed");
-            }
+            let answer = VendError::judge_failed_statement(&err);
             for job in jobs {
-                let _ = job.reply.send(Err(if unavailable {
-                    ApiError::Unavailable("the database is unavailable")
-                } else {
-                    ApiError::Internal(anyhow::anyhow!("the vend statement failed"))
-                }));
+                let _ = job.reply.send(Err(answer()));
             }
         }
     }

@@ -8,10 +8,10 @@ use std::time::{Duration, Instant};
 use rand::Rng;
 use reqwest::StatusCode;
 use seqvend::domain::SequenceName;
-use seqvend::error::ApiError;
+use seqvend::handlers::error::ApiError;
 use seqvend::metrics::Metrics;
 use seqvend::settings::VendSettings;
-use seqvend::vend::{Outcome, Vender};
+use seqvend::vend::{Outcome, VendError, Vender};
 use serde_json::json;
 use tokio::task::JoinSet;
 
@@ -234,7 +234,9 @@ async fn a_full_queue_answers_503_at_once_and_the_queued_requests_still_complete
         .submit(name("q"), 1)
         .err()
         .expect("the fifth queued request is refused");
-    assert!(matches!(refused, ApiError::Unavailable(_)), "{refused:?}");
+    assert!(matches!(refused, VendError::AtCapacity), "{refused:?}");
+    let answered = ApiError::from(refused);
+    assert!(matches!(answered, ApiError::Unavailable(_)), "{answered:?}");
     assert!(started.elapsed() < Duration::from_millis(100));
     blocker
         .batch_execute("SELECT pg_advisory_unlock_all()")

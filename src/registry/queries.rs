@@ -1,146 +1,26 @@
-//! The registry: creating sequences, adding ranges, reading and retiring them.
+//! The registry's SQL: creating sequences, adding ranges, reading and retiring them, against
+//! `seqvend.sequences` and `seqvend.ranges`.
 //!
 //! Admin changes to a sequence hold its advisory lock exclusively (vends hold it shared, see
 //! the vend migration), so a retirement or a new range never interleaves with a vend.
 //! Conflicts (taken names, overlapping ranges) are left to the database's constraints.
 
-use chrono::{DateTime, Utc};
-use serde::Serialize;
 use sqlx::{PgPool, Postgres, Transaction};
-use utoipa::ToSchema;
 
+use super::views::{fold_rows, RangeView, SequencePage, SequenceRecord, SequenceRow, SequenceView};
+use super::RegistryError;
 use crate::ddl;
 use crate::domain::{
     Increment, RangeBounds, RangeState, RangeStatus, SequenceName, SequenceSpec, SequenceStatus,
 };
-use crate::error::ApiError;
 
 /// Advisory lock class for a sequence (see the vend migration).
 const SEQUENCE_LOCK_CLASS: i32 = 1_398_166_353;
 
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct SequenceView {
-    pub name: String,
-    pub namespace: String,
-    pub increment: i64,
-    pub status: SequenceStatus,
-    /// Values still to vend across the active and pending ranges (may exceed 2^63).
-    #[schema(value_type = u64)]
-    pub remaining: u128,
-    pub ranges: Vec<RangeView>,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
-}
-
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct RangeView {
-    pub min: i64,
-    pub max: i64,
-    pub status: RangeStatus,
-    /// What the range would vend next; null when it has nothing left.
-    pub next: Option<i64>,
-    #[schema(value_type = u64)]
-    pub remaining: u128,
-    /// The range's PostgreSQL sequence, as `regclass::text` prints it (e.g.
-    /// `seqvend_ranges.r12`), for a DBA to find it.
-    pub pg_sequence: String,
-}
-
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct SequencePage {
-    pub sequences: Vec<SequenceView>,
-    /// Pass as `after` for the next page; null on the last page.
-    pub next: Option<String>,
-}
-
-impl RangeView {
-    fn new(state: RangeState, pg_sequence: String) -> Self {
-        Self {
-            min: state.min,
-            max: state.max,
-            status: state.status,
-            next: state.next(),
-            remaining: state.remaining(),
-            pg_sequence,
-        }
-    }
-}
-
-/// One row per (sequence, range); a sequence without ranges cannot exist, but the LEFT JOIN
-/// keeps the shape honest.
-struct SequenceRow {
-    id: i32,
-    name: String,
-    namespace: String,
-    increment: i64,
-    status: String,
-    created_at: DateTime<Utc>,
-    updated_at: DateTime<Utc>,
-    min_value: Option<i64>,
-    max_value: Option<i64>,
-    start_value: Option<i64>,
-    range_status: Option<String>,
-    pg_sequence: Option<String>,
-    last_value: Option<i64>,
-}
-
-impl SequenceRow {
-    fn range_state(&self) -> Option<RangeState> {
-        Some(RangeState {
-            min: self.min_value?,
-            max: self.max_value?,
-            start: self.start_value?,
-            increment: self.increment,
-            status: RangeStatus::from_db(self.range_status.as_deref()?),
-            last_value: self.last_value,
-        })
-    }
-}
-
-/// A sequence with the states of its ranges, in the order the ranges were added.
-pub struct SequenceRecord {
-    pub view: SequenceView,
-    pub states: Vec<RangeState>,
-}
-
-/// Folds rows (ordered by sequence, then range) into records.
-fn fold_rows(rows: Vec<SequenceRow>) -> Vec<SequenceRecord> {
-    let mut records: Vec<(i32, SequenceRecord)> = Vec::new();
-    for row in rows {
-        if records.last().is_none_or(|(id, _)| *id != row.id) {
-            let view = SequenceView {
-                name: row.name.clone(),
-                namespace: row.namespace.clone(),
-                increment: row.increment,
-                status: SequenceStatus::from_db(&row.status),
-                remaining: 0,
-                ranges: Vec::new(),
-                created_at: row.created_at,
-                updated_at: row.updated_at,
-            };
-            records.push((
-                row.id,
-                SequenceRecord {
-                    view,
-                    states: Vec::new(),
-                },
-            ));
-        }
-        let (_, record) = records.last_mut().expect("pushed above");
-        if let Some(state) = row.range_state() {
-            // A retired sequence vends nothing more, whatever its ranges hold.
-            if record.view.status != SequenceStatus::Retired {
-                record.view.remaining += state.remaining();
-            }
-            let pg_sequence = row.pg_sequence.clone().unwrap_or_default();
-            record.view.ranges.push(RangeView::new(state, pg_sequence));
-            record.states.push(state);
-        }
-    }
-    records.into_iter().map(|(_, record)| record).collect()
-}
-
-pub async fn get_sequence(pool: &PgPool, name: &SequenceName) -> Result<SequenceView, ApiError> {
+pub async fn get_sequence(
+    pool: &PgPool,
+    name: &SequenceName,
+) -> Result<SequenceView, RegistryError> {
     let rows = sqlx::query_as!(
         SequenceRow,
         r#"SELECT s.id, s.name, s.namespace, s.increment, s.status, s.created_at, s.updated_at,
@@ -156,11 +36,11 @@ pub async fn get_sequence(pool: &PgPool, name: &SequenceName) -> Result<Sequence
     )
     .fetch_all(pool)
     .await
-    .map_err(ApiError::from_db)?;
+    .map_err(RegistryError::from_db)?;
     fold_rows(rows)
         .pop()
         .map(|record| record.view)
-        .ok_or_else(|| ApiError::sequence_not_found(name.as_str()))
+        .ok_or_else(|| RegistryError::NotFound(name.clone()))
 }
 
 /// Sequences in name order, after `after`, at most `limit` of them.
@@ -168,7 +48,7 @@ pub async fn list_sequences(
     pool: &PgPool,
     after: Option<&SequenceName>,
     limit: u32,
-) -> Result<SequencePage, ApiError> {
+) -> Result<SequencePage, RegistryError> {
     let rows = sqlx::query_as!(
         SequenceRow,
         r#"SELECT s.id, s.name, s.namespace, s.increment, s.status, s.created_at, s.updated_at,
@@ -185,7 +65,7 @@ pub async fn list_sequences(
     )
     .fetch_all(pool)
     .await
-    .map_err(ApiError::from_db)?;
+    .map_err(RegistryError::from_db)?;
     let mut sequences: Vec<SequenceView> = fold_rows(rows)
         .into_iter()
         .map(|record| record.view)
@@ -206,7 +86,7 @@ pub async fn live_sequences(
     pool: &PgPool,
     after: &str,
     limit: i64,
-) -> Result<Vec<SequenceRecord>, ApiError> {
+) -> Result<Vec<SequenceRecord>, RegistryError> {
     let rows = sqlx::query_as!(
         SequenceRow,
         r#"SELECT s.id, s.name, s.namespace, s.increment, s.status, s.created_at, s.updated_at,
@@ -224,7 +104,7 @@ pub async fn live_sequences(
     )
     .fetch_all(pool)
     .await
-    .map_err(ApiError::from_db)?;
+    .map_err(RegistryError::from_db)?;
     Ok(fold_rows(rows))
 }
 
@@ -234,8 +114,11 @@ pub struct NewSequence {
     pub spec: SequenceSpec,
 }
 
-pub async fn create_sequence(pool: &PgPool, new: NewSequence) -> Result<SequenceView, ApiError> {
-    let mut tx = pool.begin().await.map_err(ApiError::from_db)?;
+pub async fn create_sequence(
+    pool: &PgPool,
+    new: NewSequence,
+) -> Result<SequenceView, RegistryError> {
+    let mut tx = pool.begin().await.map_err(RegistryError::from_db)?;
     let sequence_id = sqlx::query_scalar!(
         "INSERT INTO seqvend.sequences (name, namespace, increment) VALUES ($1, $2, $3)
          RETURNING id",
@@ -247,7 +130,7 @@ pub async fn create_sequence(pool: &PgPool, new: NewSequence) -> Result<Sequence
     .await
     .map_err(|err| {
         on_constraint(err, "sequences_name_key", || {
-            ApiError::NameTaken(new.name.to_string())
+            RegistryError::NameTaken(new.name.clone())
         })
     })?;
     let spec = new.spec;
@@ -265,7 +148,7 @@ pub async fn create_sequence(pool: &PgPool, new: NewSequence) -> Result<Sequence
     )
     .await?;
     record_event(&mut tx, sequence_id, Some(range_id), "created").await?;
-    tx.commit().await.map_err(ApiError::from_db)?;
+    tx.commit().await.map_err(RegistryError::from_db)?;
     get_sequence(pool, &new.name).await
 }
 
@@ -275,18 +158,18 @@ pub async fn add_range(
     pool: &PgPool,
     name: &SequenceName,
     bounds: RangeBounds,
-) -> Result<RangeView, ApiError> {
-    let mut tx = pool.begin().await.map_err(ApiError::from_db)?;
+) -> Result<RangeView, RegistryError> {
+    let mut tx = pool.begin().await.map_err(RegistryError::from_db)?;
     let sequence = lock_sequence(&mut tx, name).await?;
     let status = SequenceStatus::from_db(&sequence.status);
     let range_status = match status {
-        SequenceStatus::Retired => return Err(ApiError::SequenceRetired(name.to_string())),
+        SequenceStatus::Retired => return Err(RegistryError::SequenceRetired(name.clone())),
         SequenceStatus::Exhausted => RangeStatus::Active,
         SequenceStatus::Active => RangeStatus::Pending,
     };
     // The stored increment satisfies the same rule as a requested one (a CHECK constraint).
     let increment = Increment::new(sequence.increment)
-        .map_err(|err| ApiError::Internal(anyhow::anyhow!("stored increment: {err}")))?;
+        .map_err(|err| RegistryError::Internal(anyhow::anyhow!("stored increment: {err}")))?;
     let range = NewRange {
         bounds,
         start: bounds.natural_start(increment),
@@ -301,10 +184,10 @@ pub async fn add_range(
         )
         .execute(&mut *tx)
         .await
-        .map_err(ApiError::from_db)?;
+        .map_err(RegistryError::from_db)?;
     }
     record_event(&mut tx, sequence.id, Some(range_id), "range_added").await?;
-    tx.commit().await.map_err(ApiError::from_db)?;
+    tx.commit().await.map_err(RegistryError::from_db)?;
     let state = RangeState {
         min: bounds.min(),
         max: bounds.max(),
@@ -318,8 +201,11 @@ pub async fn add_range(
 
 /// Retires a sequence: once this returns, no instance vends from it. Retiring a retired
 /// sequence changes nothing and answers the same.
-pub async fn retire_sequence(pool: &PgPool, name: &SequenceName) -> Result<SequenceView, ApiError> {
-    let mut tx = pool.begin().await.map_err(ApiError::from_db)?;
+pub async fn retire_sequence(
+    pool: &PgPool,
+    name: &SequenceName,
+) -> Result<SequenceView, RegistryError> {
+    let mut tx = pool.begin().await.map_err(RegistryError::from_db)?;
     let sequence = lock_sequence(&mut tx, name).await?;
     if SequenceStatus::from_db(&sequence.status) != SequenceStatus::Retired {
         sqlx::query!(
@@ -328,10 +214,10 @@ pub async fn retire_sequence(pool: &PgPool, name: &SequenceName) -> Result<Seque
         )
         .execute(&mut *tx)
         .await
-        .map_err(ApiError::from_db)?;
+        .map_err(RegistryError::from_db)?;
         record_event(&mut tx, sequence.id, None, "retired").await?;
     }
-    tx.commit().await.map_err(ApiError::from_db)?;
+    tx.commit().await.map_err(RegistryError::from_db)?;
     get_sequence(pool, name).await
 }
 
@@ -348,15 +234,15 @@ struct LockedSequence {
 async fn lock_sequence(
     tx: &mut Transaction<'_, Postgres>,
     name: &SequenceName,
-) -> Result<LockedSequence, ApiError> {
+) -> Result<LockedSequence, RegistryError> {
     let id = sqlx::query_scalar!(
         "SELECT id FROM seqvend.sequences WHERE name = $1",
         name.as_str()
     )
     .fetch_optional(&mut **tx)
     .await
-    .map_err(ApiError::from_db)?
-    .ok_or_else(|| ApiError::sequence_not_found(name.as_str()))?;
+    .map_err(RegistryError::from_db)?
+    .ok_or_else(|| RegistryError::NotFound(name.clone()))?;
     sqlx::query!(
         "SELECT pg_advisory_xact_lock($1, $2)",
         SEQUENCE_LOCK_CLASS,
@@ -364,7 +250,7 @@ async fn lock_sequence(
     )
     .execute(&mut **tx)
     .await
-    .map_err(ApiError::from_db)?;
+    .map_err(RegistryError::from_db)?;
     sqlx::query_as!(
         LockedSequence,
         "SELECT id, namespace, increment, status FROM seqvend.sequences WHERE id = $1 FOR UPDATE",
@@ -372,7 +258,7 @@ async fn lock_sequence(
     )
     .fetch_one(&mut **tx)
     .await
-    .map_err(ApiError::from_db)
+    .map_err(RegistryError::from_db)
 }
 
 #[derive(Clone, Copy)]
@@ -388,14 +274,14 @@ async fn insert_range(
     namespace: &str,
     increment: Increment,
     range: NewRange,
-) -> Result<i32, ApiError> {
+) -> Result<i32, RegistryError> {
     let range_id = sqlx::query_scalar!(r#"SELECT nextval('seqvend.range_ids')::integer AS "id!""#)
         .fetch_one(&mut **tx)
         .await
-        .map_err(ApiError::from_db)?;
+        .map_err(RegistryError::from_db)?;
     let oid = ddl::create_range_sequence(tx, range_id, range.bounds, increment, range.start)
         .await
-        .map_err(ApiError::from_db)?;
+        .map_err(RegistryError::from_db)?;
     sqlx::query!(
         "INSERT INTO seqvend.ranges
              (id, sequence_id, namespace, min_value, max_value, start_value, status, pg_sequence)
@@ -412,7 +298,7 @@ async fn insert_range(
     .execute(&mut **tx)
     .await
     .map_err(|err| {
-        on_constraint(err, "ranges_no_overlap", || ApiError::RangeOverlap {
+        on_constraint(err, "ranges_no_overlap", || RegistryError::RangeOverlap {
             namespace: namespace.to_string(),
             min: range.bounds.min(),
             max: range.bounds.max(),
@@ -426,7 +312,7 @@ async fn record_event(
     sequence_id: i32,
     range_id: Option<i32>,
     kind: &str,
-) -> Result<(), ApiError> {
+) -> Result<(), RegistryError> {
     sqlx::query!(
         "INSERT INTO seqvend.events (sequence_id, range_id, kind, actor) VALUES ($1, $2, $3, 'admin')",
         sequence_id,
@@ -435,7 +321,7 @@ async fn record_event(
     )
     .execute(&mut **tx)
     .await
-    .map_err(ApiError::from_db)?;
+    .map_err(RegistryError::from_db)?;
     Ok(())
 }
 
@@ -444,10 +330,10 @@ async fn record_event(
 fn on_constraint(
     err: sqlx::Error,
     constraint: &str,
-    conflict: impl FnOnce() -> ApiError,
-) -> ApiError {
+    conflict: impl FnOnce() -> RegistryError,
+) -> RegistryError {
     match &err {
         sqlx::Error::Database(db) if db.constraint() == Some(constraint) => conflict(),
-        _ => ApiError::from_db(err),
+        _ => RegistryError::from_db(err),
     }
 }

@@ -1,6 +1,8 @@
 //! The one error type handlers return, and its HTTP form:
 //! `{"error": "<stable code>", "message": "<what to do about it>"}`.
 //! Server-side failures are logged with their whole cause chain and answered opaquely.
+//! It knows nothing of the database: the layers below HTTP have errors of their own,
+//! translated in `error_translation`.
 
 use actix_web::http::{header, StatusCode};
 use actix_web::{HttpResponse, ResponseError};
@@ -83,17 +85,6 @@ impl ApiError {
 
     pub fn sequence_not_found(name: &str) -> Self {
         Self::NotFound(format!("no sequence is named {name:?}"))
-    }
-
-    /// Maps a database failure: unreachable or overloaded → 503, anything else → 500.
-    pub fn from_db(err: impl Into<anyhow::Error>) -> Self {
-        let err = err.into();
-        if crate::db::is_unavailable(&err) {
-            tracing::warn!(error = %format!("{err:#}"), "database unavailable");
-            Self::Unavailable("the database is unavailable")
-        } else {
-            Self::Internal(err)
-        }
     }
 }
 

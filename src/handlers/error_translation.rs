@@ -1,0 +1,40 @@
+//! How the errors of the layers below HTTP (registry, vend engine) become `ApiError`s: the
+//! one place that gives them statuses and the words a client sees.
+
+use super::error::ApiError;
+use crate::registry::RegistryError;
+use crate::vend::VendError;
+
+impl From<RegistryError> for ApiError {
+    fn from(err: RegistryError) -> Self {
+        match err {
+            RegistryError::NotFound(name) => Self::sequence_not_found(name.as_str()),
+            RegistryError::NameTaken(name) => Self::NameTaken(name.to_string()),
+            RegistryError::RangeOverlap {
+                namespace,
+                min,
+                max,
+            } => Self::RangeOverlap {
+                namespace,
+                min,
+                max,
+            },
+            RegistryError::SequenceRetired(name) => Self::SequenceRetired(name.to_string()),
+            // Already logged, with its cause, where it was judged (`RegistryError::from_db`).
+            RegistryError::Unavailable(_) => Self::Unavailable("the database is unavailable"),
+            RegistryError::Internal(cause) => Self::Internal(cause),
+        }
+    }
+}
+
+impl From<VendError> for ApiError {
+    fn from(err: VendError) -> Self {
+        match err {
+            VendError::AtCapacity => Self::Unavailable("seqvend is at capacity"),
+            VendError::NoAnswerInTime => Self::Unavailable("the database did not answer in time"),
+            // Already logged, with its cause, where the statement failed.
+            VendError::Unavailable => Self::Unavailable("the database is unavailable"),
+            VendError::Internal(cause) => Self::Internal(cause),
+        }
+    }
+}

@@ -1,0 +1,42 @@
+//! What can go wrong in the registry, said without HTTP: the edge decides statuses and the
+//! words a client sees.
+
+use crate::domain::SequenceName;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    #[error("no sequence is named {:?}", .0.as_str())]
+    NotFound(SequenceName),
+    /// Names are never reused, even after retirement.
+    #[error("the name {:?} is taken", .0.as_str())]
+    NameTaken(SequenceName),
+    #[error("[{min}, {max}] overlaps a range already allocated in namespace {namespace:?}")]
+    RangeOverlap {
+        namespace: String,
+        min: i64,
+        max: i64,
+    },
+    #[error("sequence {:?} is retired", .0.as_str())]
+    SequenceRetired(SequenceName),
+    /// The database cannot serve now: down, restarting, failing over, overloaded, too slow.
+    #[error("the database is unavailable")]
+    Unavailable(#[source] anyhow::Error),
+    /// A fault in the query or in seqvend; the cause is kept for the log.
+    #[error(transparent)]
+    Internal(anyhow::Error),
+}
+
+impl RegistryError {
+    /// Judges a failed database call: unavailable (`crate::db::is_unavailable`) or internal.
+    /// Unavailability is logged here, with its whole cause chain, so that every caller (a
+    /// request or the watcher) leaves the same trace of it.
+    pub(super) fn from_db(err: impl Into<anyhow::Error>) -> Self {
+        let err = err.into();
+        if crate::db::is_unavailable(&err) {
+            tracing::warn!(error = %format!("{err:#}"), "database unavailable");
+            Self::Unavailable(err)
+        } else {
+            Self::Internal(err)
+        }
+    }
+}
