@@ -399,7 +399,7 @@ async fn without_coalescing_each_request_is_its_own_statement_and_the_queue_is_b
         .submit(name("direct"), 1)
         .err()
         .expect("the queue is full");
-    assert!(matches!(refused, ApiError::Unavailable(_)), "{refused:?}");
+    assert!(matches!(refused, VendError::AtCapacity), "{refused:?}");
     assert_eq!(
         second.wait().await.unwrap(),
         Outcome::Values(vec![100, 101])
