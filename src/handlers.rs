@@ -1,6 +1,7 @@
 //! HTTP handlers and the route table. Handlers parse requests into domain types at the
 //! edge and map outcomes to responses; the work happens in `registry` and `vend`.
 
+mod deadline;
 pub mod error;
 mod error_translation;
 mod extract;
@@ -9,34 +10,44 @@ mod openapi;
 mod sequences;
 mod vend;
 
+use actix_web::middleware::from_fn;
 use actix_web::{web, HttpRequest, HttpResponse};
 
 use error::ApiError;
 
+pub use deadline::RegistryDeadline;
 pub use extract::{json_config, path_config, query_config, JSON_LIMIT};
 pub use openapi::ApiDoc;
 
 /// Routes with a `{name}` segment are matched by regular expression, in the order they are
-/// registered: the vend route comes first, so the hot path costs one match.
+/// registered: the vend route comes first, so the hot path costs one match. Routes served by
+/// the registry pool answer 503 past the registry deadline.
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.service(resource("/sequences/{name}/next", "POST").route(web::post().to(vend::next)))
         .service(resource("/healthz", "GET").route(web::get().to(health::healthz)))
-        .service(resource("/readyz", "GET").route(web::get().to(health::readyz)))
+        .service(
+            resource("/readyz", "GET")
+                .route(web::get().to(health::readyz))
+                .wrap(from_fn(deadline::bound)),
+        )
         .service(resource("/metrics", "GET").route(web::get().to(health::metrics)))
         .service(resource("/openapi.json", "GET").route(web::get().to(openapi::document)))
         .service(
             resource("/sequences", "GET, POST")
                 .route(web::get().to(sequences::list))
-                .route(web::post().to(sequences::create)),
+                .route(web::post().to(sequences::create))
+                .wrap(from_fn(deadline::bound)),
         )
         .service(
             resource("/sequences/{name}", "GET, DELETE")
                 .route(web::get().to(sequences::get))
-                .route(web::delete().to(sequences::retire)),
+                .route(web::delete().to(sequences::retire))
+                .wrap(from_fn(deadline::bound)),
         )
         .service(
             resource("/sequences/{name}/ranges", "POST")
-                .route(web::post().to(sequences::add_range)),
+                .route(web::post().to(sequences::add_range))
+                .wrap(from_fn(deadline::bound)),
         );
 }
 

@@ -111,8 +111,9 @@ pub struct VendSettings {
     /// Longest a vend request waits for its values before answering 503.
     pub deadline: Duration,
     /// Longest a vend statement may take, by seqvend's own clock: past it, its connection is
-    /// closed. The server's `statement_timeout` plus a connect timeout, so that a server that
-    /// still answers cancels its own statements first.
+    /// closed. Requests served by the registry pool are bounded by it too (503 past it). The
+    /// server's `statement_timeout` plus a connect timeout, so that a server that still
+    /// answers cancels its own statements first.
     pub statement_deadline: Duration,
 }
 

@@ -40,6 +40,9 @@ impl Application {
             vender: web::Data::new(vender),
             metrics: web::Data::from(metrics),
             tokens: web::Data::new(settings.tokens.clone()),
+            registry_deadline: web::Data::new(handlers::RegistryDeadline(
+                settings.vend.statement_deadline,
+            )),
         };
         // Process signals are `main`'s: actix would take SIGINT as a forced shutdown.
         let server = HttpServer::new(move || build_app(&state))
@@ -73,6 +76,7 @@ struct AppState {
     vender: web::Data<Vender>,
     metrics: web::Data<Metrics>,
     tokens: web::Data<Tokens>,
+    registry_deadline: web::Data<handlers::RegistryDeadline>,
 }
 
 fn build_app(
@@ -93,6 +97,7 @@ fn build_app(
         .app_data(state.vender.clone())
         .app_data(state.metrics.clone())
         .app_data(state.tokens.clone())
+        .app_data(state.registry_deadline.clone())
         .app_data(handlers::json_config())
         .app_data(handlers::query_config())
         .app_data(handlers::path_config())

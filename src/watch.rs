@@ -19,8 +19,20 @@ pub fn spawn(pool: PgPool, metrics: Arc<Metrics>, settings: WatchSettings) {
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;
-            if let Err(err) = refresh(&pool, &metrics, settings.low_water).await {
-                tracing::debug!(error = %err, "could not refresh the remaining-values gauges");
+            // Bounded by the interval: a query sent to a server that then froze would
+            // otherwise hold the watcher (sqlx has no client-side query timeout).
+            let refreshed = tokio::time::timeout(
+                settings.interval,
+                refresh(&pool, &metrics, settings.low_water),
+            );
+            match refreshed.await {
+                Ok(Ok(())) => {}
+                Ok(Err(err)) => {
+                    tracing::debug!(error = %err, "could not refresh the remaining-values gauges");
+                }
+                Err(_) => tracing::warn!(
+                    "refreshing the remaining-values gauges outlasted its interval: abandoned"
+                ),
             }
         }
     });

@@ -55,3 +55,28 @@ async fn with_postgresql_down_requests_are_503_within_a_second_and_service_recov
     );
     assert!(app.next_value("o").await > 1);
 }
+
+/// A registry query the server never answers (here it waits on a lock; a frozen server is
+/// the same to seqvend) is answered 503 at seqvend's own deadline. The server's
+/// `statement_timeout` is set out of reach: only seqvend's clock acts.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_registry_request_the_database_does_not_answer_is_503_at_the_deadline() {
+    let db = TestDb::shared().await;
+    let mut settings = test_settings();
+    settings.database.statement_timeout = Duration::from_secs(600);
+    settings.vend.statement_deadline = Duration::from_millis(500);
+    let app = spawn_app_on(&db, settings).await;
+    app.create_ok("locked", 1, 1000).await;
+    let blocker = db.connect().await;
+    blocker
+        .batch_execute("BEGIN; LOCK TABLE seqvend.sequences IN ACCESS EXCLUSIVE MODE")
+        .await
+        .unwrap();
+    let reply = tokio::time::timeout(Duration::from_secs(60), app.get("locked"))
+        .await
+        .expect("answered at the deadline, not when the lock is released");
+    reply.assert_error(503, "unavailable");
+    assert!(reply.headers.contains_key("retry-after"));
+    blocker.batch_execute("ROLLBACK").await.unwrap();
+    assert_eq!(app.get("locked").await.status, 200);
+}

@@ -494,12 +494,17 @@ pub async fn check(address: &str, name: &str, ranges: &[(i64, i64)], record: &Re
     assert_eq!(status, StatusCode::OK, "{body}");
     let remaining: u128 = body["remaining"].as_u64().unwrap().into();
     let capacity: u128 = ranges.iter().map(|(lo, hi)| (hi - lo + 1) as u128).sum();
-    let consumed = capacity - remaining;
+    let consumed = capacity
+        .checked_sub(remaining)
+        .expect("the sequence reports more values left than its ranges hold");
     let outcome = Outcome {
         vended: values.len(),
         duplicates: values.len() - unique.len(),
         out_of_range,
-        gaps: consumed - unique.len() as u128,
+        // Checked: in a release build a plain subtraction would wrap instead of failing.
+        gaps: consumed
+            .checked_sub(unique.len() as u128)
+            .expect("the sequence reports fewer values drawn than clients were given"),
     };
     let unexpected = record.other.lock().unwrap().clone();
     assert!(unexpected.is_empty(), "unexpected answers: {unexpected:?}");
