@@ -408,6 +408,7 @@ pub fn start_clients(
                     }
                 };
                 let status = response.status();
+                let retry_after = response.headers().contains_key("retry-after");
                 let body: Value = match response.json().await {
                     Ok(body) => body,
                     Err(_) => {
@@ -434,6 +435,7 @@ pub fn start_clients(
                     }
                     StatusCode::SERVICE_UNAVAILABLE => {
                         assert_eq!(body["error"], "unavailable");
+                        assert!(retry_after, "a 503 without Retry-After: {body}");
                         record.unavailable.fetch_add(1, Ordering::Relaxed);
                         tokio::time::sleep(Duration::from_millis(5)).await;
                     }
@@ -452,12 +454,16 @@ pub fn start_clients(
     (record, tasks)
 }
 
-/// Waits until the clients have received at least `more` further values.
+/// Waits until the clients have received at least `more` further values. The scenarios'
+/// ranges hold far more than they draw: a 409 `sequence_exhausted` meanwhile is a failure.
 pub async fn until_more_values(record: &Record, more: usize) {
     let target = record.values.lock().unwrap().len() + more;
     let deadline = Instant::now() + Duration::from_secs(60);
-    while record.values.lock().unwrap().len() < target && !record.exhausted.load(Ordering::Relaxed)
-    {
+    while record.values.lock().unwrap().len() < target {
+        assert!(
+            !record.exhausted.load(Ordering::Relaxed),
+            "409 sequence_exhausted while the ranges still held values"
+        );
         assert!(
             Instant::now() < deadline,
             "the clients stopped getting values"
