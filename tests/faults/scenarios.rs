@@ -148,7 +148,10 @@ async fn with_postgresql_stopped_for_ten_seconds_every_request_is_a_prompt_503_a
     pg.start_again().await;
     let back = Instant::now();
     let values_at_return = record.values.lock().unwrap().len();
-    assert_eq!(values_at_return, values_at_down, "values while PostgreSQL was down");
+    assert_eq!(
+        values_at_return, values_at_down,
+        "values while PostgreSQL was down"
+    );
     until_more_values(&record, 1).await;
     let recovery = back.elapsed();
     assert!(
@@ -592,6 +595,22 @@ async fn schemathesis_finds_no_server_error_and_no_answer_outside_the_document()
     assert!(
         output.status.success(),
         "schemathesis found problems:\n{stdout}"
+    );
+    // Its own account of the operations: every one selected and tested, none skipped.
+    let field = |name: &str| {
+        stdout
+            .lines()
+            .find_map(|l| l.trim().strip_prefix(name))
+            .map(str::trim)
+            .unwrap_or_else(|| panic!("no {name:?} in schemathesis's summary:\n{stdout}"))
+    };
+    let (selected, tested) = (field("Selected:"), field("Tested:"));
+    let (chosen, total) = selected.split_once('/').expect("Selected: n/total");
+    assert_eq!(total, "9", "operations in /openapi.json");
+    assert_eq!((chosen, tested), (total, total), "operations exercised");
+    assert!(
+        !stdout.lines().any(|l| l.trim().starts_with("Skipped:")),
+        "schemathesis skipped operations:\n{stdout}"
     );
     let summary = stdout
         .lines()
