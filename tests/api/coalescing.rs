@@ -83,6 +83,8 @@ async fn requests_taken_first_get_the_earlier_values_across_rollover_and_exhaust
             .iter()
             .take_while(|o| matches!(o, Outcome::Values(_)))
             .count();
+        // More was asked than there is: some requests must have found it exhausted.
+        assert!(served < outcomes.len(), "{sequence}: never exhausted");
         assert!(
             outcomes[served..].iter().all(|o| *o == Outcome::Exhausted),
             "{sequence}: once exhausted, always exhausted"

@@ -144,6 +144,7 @@ async fn after_delete_has_answered_no_instance_vends_from_the_name() {
     .await;
     let reply = apps[1].retire("doomed").await;
     assert_eq!(reply.status, StatusCode::OK);
+    assert_eq!(reply.body["status"], "retired");
     retired_at.set(Instant::now()).unwrap();
     let mut all = Vec::new();
     while let Some(values) = tasks.join_next().await {
@@ -204,7 +205,9 @@ async fn delete_waits_for_a_draw_in_flight() {
 
     blocker.batch_execute("COMMIT").await.unwrap();
     assert_eq!(values_of(&vend.await.unwrap()), [1, 2, 3]);
-    assert_eq!(retire.await.unwrap().status, StatusCode::OK);
+    let retired = retire.await.unwrap();
+    assert_eq!(retired.status, StatusCode::OK);
+    assert_eq!(retired.body["status"], "retired");
     app.next("inflight")
         .await
         .assert_error(410, "sequence_retired");

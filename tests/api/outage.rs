@@ -78,5 +78,9 @@ async fn a_registry_request_the_database_does_not_answer_is_503_at_the_deadline(
     reply.assert_error(503, "unavailable");
     assert!(reply.headers.contains_key("retry-after"));
     blocker.batch_execute("ROLLBACK").await.unwrap();
-    assert_eq!(app.get("locked").await.status, 200);
+    let read = app.get("locked").await;
+    assert_eq!(
+        (read.status.as_u16(), &read.body["name"]),
+        (200, &serde_json::json!("locked"))
+    );
 }

@@ -37,9 +37,9 @@ async fn single_vends_roll_over_to_the_next_range_in_the_order_ranges_were_added
     let body = app.get("roll").await.body;
     assert_eq!(body["status"], "exhausted");
     assert_eq!(body["remaining"], 0);
-    assert!(body["ranges"]
-        .as_array()
-        .unwrap()
+    let ranges = body["ranges"].as_array().unwrap();
+    assert_eq!(ranges.len(), 3);
+    assert!(ranges
         .iter()
         .all(|r| r["status"] == "exhausted" && r["next"].is_null()));
 }
