@@ -51,7 +51,7 @@ async fn requests_taken_first_get_the_earlier_values_across_rollover_and_exhaust
         2,
         VendSettings {
             batch_max_requests: 64,
-            ..Default::default()
+            ..patient_vend_settings()
         },
     );
 
@@ -320,7 +320,7 @@ async fn a_caller_that_goes_away_leaves_the_queue() {
     let app = spawn_app_on(&db, test_settings()).await;
     app.create_ok("gone", 1, 1000).await;
     let metrics = Arc::new(Metrics::new());
-    let vender = vender_with_metrics(&db, 1, VendSettings::default(), metrics.clone());
+    let vender = vender_with_metrics(&db, 1, patient_vend_settings(), metrics.clone());
     let pending = vender.submit(name("gone"), 1).unwrap();
     assert_eq!(metrics.vend_queue_depth.get(), 1);
     drop(pending); // as a dropped HTTP request does
@@ -345,7 +345,7 @@ async fn a_sequence_that_fails_in_a_shared_statement_fails_alone() {
         .await
         .unwrap();
     let metrics = Arc::new(Metrics::new());
-    let vender = vender_with_metrics(&db, 1, VendSettings::default(), metrics.clone());
+    let vender = vender_with_metrics(&db, 1, patient_vend_settings(), metrics.clone());
 
     // One lane: while the gate's statement waits, the others queue and then share one.
     let blocker = block_range(&db).await;
@@ -390,7 +390,7 @@ async fn without_coalescing_each_request_is_its_own_statement_and_the_queue_is_b
     let settings = VendSettings {
         coalesce: false,
         queue_bound: 2,
-        ..Default::default()
+        ..patient_vend_settings()
     };
     let vender = vender_with_metrics(&db, 2, settings, metrics.clone());
     let blocker = block_range(&db).await;
@@ -431,7 +431,7 @@ async fn a_request_that_would_overfill_a_statement_waits_for_the_next_one() {
     let metrics = Arc::new(Metrics::new());
     let settings = VendSettings {
         batch_max_values: 5,
-        ..Default::default()
+        ..patient_vend_settings()
     };
     let vender = vender_with_metrics(&db, 1, settings, metrics.clone());
     let blocker = block_range(&db).await;
@@ -467,7 +467,7 @@ async fn no_value_is_drawn_for_a_caller_that_went_away_before_its_statement() {
     let app = spawn_app_on(&db, test_settings()).await;
     app.create_ok("gate", 1, 1000).await; // range 1: the one `block_range` holds
     app.create_ok("kept", 100, 1000).await;
-    let vender = vender(&db, 1, VendSettings::default());
+    let vender = vender(&db, 1, patient_vend_settings());
     let blocker = block_range(&db).await;
     let gate = vender.submit(name("gate"), 1).unwrap();
     wait_until_a_vend_waits_on_the_lock(&db).await;

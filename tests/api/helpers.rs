@@ -48,8 +48,18 @@ pub fn test_settings() -> Settings {
             admin_pool_size: 4,
             ..Default::default()
         },
-        vend: VendSettings::default(),
+        // Tests are about what is vended, not how fast: on a loaded machine a slow answer must
+        // not turn into a 503. Tests of the deadlines set their own.
+        vend: patient_vend_settings(),
         watch: WatchSettings::default(),
+    }
+}
+
+/// Vend settings for tests: the defaults, with a deadline no loaded machine reaches.
+pub fn patient_vend_settings() -> VendSettings {
+    VendSettings {
+        deadline: Duration::from_secs(30),
+        ..Default::default()
     }
 }
 
