@@ -8,6 +8,7 @@ mod extract;
 mod health;
 mod openapi;
 mod sequences;
+mod tracking;
 mod vend;
 
 use actix_web::middleware::from_fn;
@@ -24,6 +25,11 @@ pub use openapi::ApiDoc;
 /// the registry pool answer 503 past the registry deadline.
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.service(resource("/sequences/{name}/next", "POST").route(web::post().to(vend::next)))
+        .service(
+            resource("/tracking-numbers/{number}", "GET")
+                .route(web::get().to(tracking::get))
+                .wrap(from_fn(deadline::bound)),
+        )
         .service(resource("/healthz", "GET").route(web::get().to(health::healthz)))
         .service(
             resource("/readyz", "GET")

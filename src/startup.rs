@@ -11,6 +11,7 @@ use actix_web::{web, App, HttpServer};
 use crate::auth::Tokens;
 use crate::handlers;
 use crate::metrics::Metrics;
+use crate::registry::FormatCache;
 use crate::request_log;
 use crate::settings::Settings;
 use crate::vend::Vender;
@@ -38,6 +39,7 @@ impl Application {
             registry: web::Data::new(registry),
             vend_pool: web::Data::new(vend_pool),
             vender: web::Data::new(vender),
+            formats: web::Data::new(FormatCache::new(settings.vend.statement_deadline)),
             metrics: web::Data::from(metrics),
             tokens: web::Data::new(settings.tokens.clone()),
             registry_deadline: web::Data::new(handlers::RegistryDeadline(
@@ -74,6 +76,7 @@ struct AppState {
     registry: web::Data<sqlx::PgPool>,
     vend_pool: web::Data<crate::db::VendPool>,
     vender: web::Data<Vender>,
+    formats: web::Data<FormatCache>,
     metrics: web::Data<Metrics>,
     tokens: web::Data<Tokens>,
     registry_deadline: web::Data<handlers::RegistryDeadline>,
@@ -95,6 +98,7 @@ fn build_app(
         .app_data(state.registry.clone())
         .app_data(state.vend_pool.clone())
         .app_data(state.vender.clone())
+        .app_data(state.formats.clone())
         .app_data(state.metrics.clone())
         .app_data(state.tokens.clone())
         .app_data(state.registry_deadline.clone())

@@ -8,6 +8,7 @@ use actix_web::http::{header, StatusCode};
 use actix_web::{HttpResponse, ResponseError};
 use serde::Serialize;
 
+use crate::carriers::FormatError;
 use crate::domain::{NameError, RangeError};
 
 /// Seconds a client should wait before retrying a 503.
@@ -21,6 +22,8 @@ pub enum ApiError {
     InvalidRequest(String),
     #[error("{0}")]
     InvalidRange(#[from] RangeError),
+    #[error("{0}")]
+    InvalidFormat(#[from] FormatError),
     #[error("a bearer token is required: send `Authorization: Bearer <token>`")]
     Unauthorized,
     #[error("this token may vend and read, not administer sequences")]
@@ -68,6 +71,7 @@ impl ApiError {
             Self::InvalidName(_) => "invalid_name",
             Self::InvalidRequest(_) => "invalid_request",
             Self::InvalidRange(_) => "invalid_range",
+            Self::InvalidFormat(_) => "invalid_format",
             Self::Unauthorized => "unauthorized",
             Self::Forbidden => "forbidden",
             Self::NotFound(_) => "not_found",
@@ -91,9 +95,10 @@ impl ApiError {
 impl ResponseError for ApiError {
     fn status_code(&self) -> StatusCode {
         match self {
-            Self::InvalidName(_) | Self::InvalidRequest(_) | Self::InvalidRange(_) => {
-                StatusCode::BAD_REQUEST
-            }
+            Self::InvalidName(_)
+            | Self::InvalidRequest(_)
+            | Self::InvalidRange(_)
+            | Self::InvalidFormat(_) => StatusCode::BAD_REQUEST,
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
             Self::Forbidden => StatusCode::FORBIDDEN,
             Self::NotFound(_) => StatusCode::NOT_FOUND,

@@ -19,6 +19,7 @@ use utoipa::{Modify, OpenApi};
         super::sequences::get,
         super::sequences::list,
         super::sequences::retire,
+        super::tracking::get,
         super::health::healthz,
         super::health::readyz,
         super::health::metrics,

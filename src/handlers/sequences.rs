@@ -10,8 +10,11 @@ use utoipa::{IntoParams, ToSchema};
 use super::error::ApiError;
 use super::error::ErrorBody;
 use crate::auth::{Admin, Reader};
+use crate::carriers::Format;
 use crate::domain::{RangeBounds, SequenceName, SequenceSpec};
-use crate::registry::{self, NewSequence, RangeView, SequencePage, SequenceView};
+use crate::registry::{
+    self, FormatCache, Known, NewSequence, RangeView, SequencePage, SequenceView,
+};
 
 const DEFAULT_PAGE: u32 = 100;
 const MAX_PAGE: u32 = 1000;
@@ -37,6 +40,12 @@ pub struct CreateSequenceBody {
     /// Ranges never overlap within a namespace. Defaults to the name.
     #[schema(pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")]
     namespace: Option<String>,
+    /// Print vended values as carrier numbers: `{"kind": …, parameters…}`, e.g.
+    /// `{"kind": "ups_1z", "account": "5R8939", "service": "03"}`. Kinds: ups_1z,
+    /// fedex_express, fedex_ground, fedex_ground_96, sscc18, usps_impb, s10, dhl_express,
+    /// ontrac, canada_post (see the README). Every range must fit the serial's width.
+    #[schema(value_type = Option<Object>)]
+    format: Option<serde_json::Value>,
 }
 
 impl TryFrom<CreateSequenceBody> for NewSequence {
@@ -54,10 +63,19 @@ impl TryFrom<CreateSequenceBody> for NewSequence {
             body.start.as_ref(),
             body.increment.as_ref(),
         )?;
+        let format = match body.format {
+            None | Some(serde_json::Value::Null) => None,
+            Some(raw) => {
+                let format = Format::parse(&raw)?;
+                format.check_range(spec.bounds.min(), spec.bounds.max())?;
+                Some(format)
+            }
+        };
         Ok(NewSequence {
             name,
             namespace,
             spec,
+            format,
         })
     }
 }
@@ -87,7 +105,7 @@ pub struct ListQuery {
     post, path = "/sequences", tag = "admin", request_body = CreateSequenceBody,
     responses(
         (status = 201, description = "Created", body = SequenceView),
-        (status = 400, description = "invalid_name, invalid_request or invalid_range", body = ErrorBody),
+        (status = 400, description = "invalid_name, invalid_request, invalid_range or invalid_format", body = ErrorBody),
         (status = 401, description = "unauthorized", body = ErrorBody),
         (status = 403, description = "forbidden: not an admin token", body = ErrorBody),
         (status = 409, description = "name_taken or range_overlap", body = ErrorBody),
@@ -112,7 +130,7 @@ pub async fn create(
     params(("name" = String, Path, description = "Sequence name", pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")),
     responses(
         (status = 201, description = "Added: pending, or active if the sequence had run out", body = RangeView),
-        (status = 400, description = "invalid_name, invalid_request or invalid_range", body = ErrorBody),
+        (status = 400, description = "invalid_name, invalid_request, invalid_range, or invalid_format (the range does not fit the sequence's format)", body = ErrorBody),
         (status = 401, description = "unauthorized", body = ErrorBody),
         (status = 403, description = "forbidden: not an admin token", body = ErrorBody),
         (status = 404, description = "not_found", body = ErrorBody),
@@ -126,11 +144,17 @@ pub async fn create(
 pub async fn add_range(
     _: Admin,
     pool: web::Data<PgPool>,
+    formats: web::Data<FormatCache>,
     name: web::Path<String>,
     body: web::Json<AddRangeBody>,
 ) -> Result<HttpResponse, ApiError> {
     let name = SequenceName::parse(&name)?;
     let bounds = RangeBounds::parse(&body.min, &body.max)?;
+    // A format never changes, so checking before the registry's transaction is race-free.
+    // No such sequence: `add_range` answers it.
+    if let Known::Sequence(Some(format)) = formats.lookup(&pool, &name).await? {
+        format.check_range(bounds.min(), bounds.max())?;
+    }
     let range = registry::add_range(&pool, &name, bounds).await?;
     tracing::info!(sequence = %name, min = range.min, max = range.max, "range added");
     Ok(HttpResponse::Created().json(range))

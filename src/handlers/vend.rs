@@ -6,7 +6,9 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::error::{ApiError, ErrorBody};
 use crate::auth::Reader;
+use crate::carriers::Format;
 use crate::domain::SequenceName;
+use crate::registry::{FormatCache, Known};
 use crate::vend::{Outcome, Vender};
 
 const MAX_COUNT: u64 = 10_000;
@@ -20,17 +22,24 @@ pub struct NextQuery {
     count: Option<u64>,
 }
 
-/// One value (no `count`), or a batch (with `count`).
+/// One value (no `count`), or a batch (with `count`). A sequence with a format also
+/// answers each value printed as its carrier number, check digit included.
 #[derive(Serialize, ToSchema)]
 #[serde(untagged)]
 pub enum Vended<'a> {
     One {
         sequence: &'a str,
         value: i64,
+        /// The carrier number, e.g. `1Z5R89390357567127`; absent for a plain sequence.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        formatted: Option<String>,
     },
     Many {
         sequence: &'a str,
         values: Vec<i64>,
+        /// The carrier numbers, one per value; absent for a plain sequence.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        formatted: Option<Vec<String>>,
         /// True when the sequence ran out before `count` values.
         exhausted: bool,
     },
@@ -52,6 +61,8 @@ pub enum Vended<'a> {
 pub async fn next(
     _: Reader,
     vender: web::Data<Vender>,
+    pool: web::Data<sqlx::PgPool>,
+    formats: web::Data<FormatCache>,
     name: web::Path<String>,
     query: web::Query<NextQuery>,
 ) -> Result<HttpResponse, ApiError> {
@@ -66,6 +77,9 @@ pub async fn next(
         }
     };
     let wanted = count.unwrap_or(1);
+    // From memory after the first vend: no round trip on the hot path. Looked up before the
+    // vend, so a registry that cannot answer costs no values.
+    let known = formats.lookup(&pool, &name).await?;
     let values = match vender.vend(name.clone(), wanted).await? {
         Outcome::Values(values) => values,
         Outcome::Exhausted => return Err(ApiError::SequenceExhausted(name.to_string())),
@@ -73,17 +87,46 @@ pub async fn next(
         Outcome::NotFound => return Err(ApiError::sequence_not_found(name.as_str())),
         Outcome::Failed(reason) => return Err(ApiError::SequenceFailed(name.to_string(), reason)),
     };
+    let format = match known {
+        Known::Sequence(format) => format,
+        // Created between the lookup and the vend: it exists now.
+        Known::NoSuchSequence => match formats.lookup(&pool, &name).await? {
+            Known::Sequence(format) => format,
+            Known::NoSuchSequence => None,
+        },
+    };
+    let formatted = format
+        .map(|format| print(&format, &name, &values))
+        .transpose()?;
     let sequence = name.as_str();
     let exhausted = values.len() < wanted as usize;
     Ok(HttpResponse::Ok().json(match count {
         None => Vended::One {
             sequence,
             value: values[0],
+            formatted: formatted.map(|mut numbers| numbers.swap_remove(0)),
         },
         Some(_) => Vended::Many {
             sequence,
             values,
+            formatted,
             exhausted,
         },
     }))
+}
+
+/// Every range was checked against the format when it was added, so a value that does not
+/// print means a range was changed by hand.
+fn print(format: &Format, name: &SequenceName, values: &[i64]) -> Result<Vec<String>, ApiError> {
+    values
+        .iter()
+        .map(|&value| {
+            format.render(value).ok_or_else(|| {
+                ApiError::Internal(anyhow::anyhow!(
+                    "value {value} of sequence {name} does not fit its {} format",
+                    format.kind()
+                ))
+            })
+        })
+        .collect()
 }

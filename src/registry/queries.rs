@@ -7,8 +7,11 @@
 
 use sqlx::{PgPool, Postgres, Transaction};
 
-use super::views::{fold_rows, RangeView, SequencePage, SequenceRecord, SequenceRow, SequenceView};
+use super::views::{
+    fold_rows, stored_format, RangeView, SequencePage, SequenceRecord, SequenceRow, SequenceView,
+};
 use super::RegistryError;
+use crate::carriers::Format;
 use crate::ddl;
 use crate::domain::{
     Increment, RangeBounds, RangeState, RangeStatus, SequenceName, SequenceSpec, SequenceStatus,
@@ -23,7 +26,8 @@ pub async fn get_sequence(
 ) -> Result<SequenceView, RegistryError> {
     let rows = sqlx::query_as!(
         SequenceRow,
-        r#"SELECT s.id, s.name, s.namespace, s.increment, s.status, s.created_at, s.updated_at,
+        r#"SELECT s.id, s.name, s.namespace, s.increment, s.status, s.format::text AS format,
+                  s.created_at, s.updated_at,
                   r.min_value AS "min_value?", r.max_value AS "max_value?",
                   r.start_value AS "start_value?", r.status AS "range_status?",
                   r.pg_sequence::text AS "pg_sequence?",
@@ -37,7 +41,7 @@ pub async fn get_sequence(
     .fetch_all(pool)
     .await
     .map_err(RegistryError::from_db)?;
-    fold_rows(rows)
+    fold_rows(rows)?
         .pop()
         .map(|record| record.view)
         .ok_or_else(|| RegistryError::NotFound(name.clone()))
@@ -51,7 +55,8 @@ pub async fn list_sequences(
 ) -> Result<SequencePage, RegistryError> {
     let rows = sqlx::query_as!(
         SequenceRow,
-        r#"SELECT s.id, s.name, s.namespace, s.increment, s.status, s.created_at, s.updated_at,
+        r#"SELECT s.id, s.name, s.namespace, s.increment, s.status, s.format::text AS format,
+                  s.created_at, s.updated_at,
                   r.min_value AS "min_value?", r.max_value AS "max_value?",
                   r.start_value AS "start_value?", r.status AS "range_status?",
                   r.pg_sequence::text AS "pg_sequence?",
@@ -66,7 +71,7 @@ pub async fn list_sequences(
     .fetch_all(pool)
     .await
     .map_err(RegistryError::from_db)?;
-    let mut sequences: Vec<SequenceView> = fold_rows(rows)
+    let mut sequences: Vec<SequenceView> = fold_rows(rows)?
         .into_iter()
         .map(|record| record.view)
         .collect();
@@ -89,7 +94,8 @@ pub async fn live_sequences(
 ) -> Result<Vec<SequenceRecord>, RegistryError> {
     let rows = sqlx::query_as!(
         SequenceRow,
-        r#"SELECT s.id, s.name, s.namespace, s.increment, s.status, s.created_at, s.updated_at,
+        r#"SELECT s.id, s.name, s.namespace, s.increment, s.status, s.format::text AS format,
+                  s.created_at, s.updated_at,
                   r.min_value AS "min_value?", r.max_value AS "max_value?",
                   r.start_value AS "start_value?", r.status AS "range_status?",
                   r.pg_sequence::text AS "pg_sequence?",
@@ -105,13 +111,15 @@ pub async fn live_sequences(
     .fetch_all(pool)
     .await
     .map_err(RegistryError::from_db)?;
-    Ok(fold_rows(rows))
+    fold_rows(rows)
 }
 
 pub struct NewSequence {
     pub name: SequenceName,
     pub namespace: SequenceName,
     pub spec: SequenceSpec,
+    /// Checked against the spec's bounds by whoever built this.
+    pub format: Option<Format>,
 }
 
 pub async fn create_sequence(
@@ -120,11 +128,13 @@ pub async fn create_sequence(
 ) -> Result<SequenceView, RegistryError> {
     let mut tx = pool.begin().await.map_err(RegistryError::from_db)?;
     let sequence_id = sqlx::query_scalar!(
-        "INSERT INTO seqvend.sequences (name, namespace, increment) VALUES ($1, $2, $3)
+        "INSERT INTO seqvend.sequences (name, namespace, increment, format)
+         VALUES ($1, $2, $3, $4::text::jsonb)
          RETURNING id",
         new.name.as_str(),
         new.namespace.as_str(),
-        new.spec.increment.get()
+        new.spec.increment.get(),
+        new.format.as_ref().map(stored_format) as Option<String>
     )
     .fetch_one(&mut *tx)
     .await

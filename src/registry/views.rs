@@ -5,6 +5,8 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use super::RegistryError;
+use crate::carriers::Format;
 use crate::domain::{RangeState, RangeStatus, SequenceStatus};
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -13,6 +15,11 @@ pub struct SequenceView {
     pub namespace: String,
     pub increment: i64,
     pub status: SequenceStatus,
+    /// How vended values are printed, e.g. `{"kind": "ups_1z", "account": "5R8939",
+    /// "service": "03"}`; absent for a plain sequence.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub format: Option<Format>,
     /// Values still to vend across the active and pending ranges (may exceed 2^63).
     #[schema(value_type = u64)]
     pub remaining: u128,
@@ -63,6 +70,7 @@ pub(super) struct SequenceRow {
     pub(super) namespace: String,
     pub(super) increment: i64,
     pub(super) status: String,
+    pub(super) format: Option<String>,
     pub(super) created_at: DateTime<Utc>,
     pub(super) updated_at: DateTime<Utc>,
     pub(super) min_value: Option<i64>,
@@ -92,8 +100,19 @@ pub struct SequenceRecord {
     pub states: Vec<RangeState>,
 }
 
+/// A format as the registry stores it (jsonb, written as text).
+pub(super) fn stored_format(format: &Format) -> String {
+    serde_json::to_string(format).expect("a format serialises")
+}
+
+/// Reads a stored format back; it was checked when the sequence was created.
+pub(super) fn read_format(stored: &str) -> Result<Format, RegistryError> {
+    serde_json::from_str(stored)
+        .map_err(|err| RegistryError::Internal(anyhow::anyhow!("stored format {stored}: {err}")))
+}
+
 /// Folds rows (ordered by sequence, then range) into records.
-pub(super) fn fold_rows(rows: Vec<SequenceRow>) -> Vec<SequenceRecord> {
+pub(super) fn fold_rows(rows: Vec<SequenceRow>) -> Result<Vec<SequenceRecord>, RegistryError> {
     let mut records: Vec<(i32, SequenceRecord)> = Vec::new();
     for row in rows {
         if records.last().is_none_or(|(id, _)| *id != row.id) {
@@ -102,6 +121,7 @@ pub(super) fn fold_rows(rows: Vec<SequenceRow>) -> Vec<SequenceRecord> {
                 namespace: row.namespace.clone(),
                 increment: row.increment,
                 status: SequenceStatus::from_db(&row.status),
+                format: row.format.as_deref().map(read_format).transpose()?,
                 remaining: 0,
                 ranges: Vec::new(),
                 created_at: row.created_at,
@@ -126,5 +146,5 @@ pub(super) fn fold_rows(rows: Vec<SequenceRow>) -> Vec<SequenceRecord> {
             record.states.push(state);
         }
     }
-    records.into_iter().map(|(_, record)| record).collect()
+    Ok(records.into_iter().map(|(_, record)| record).collect())
 }

@@ -101,6 +101,7 @@ async fn the_openapi_document_names_every_operation() {
             "GET /readyz",
             "GET /sequences",
             "GET /sequences/{name}",
+            "GET /tracking-numbers/{number}",
             "POST /sequences",
             "POST /sequences/{name}/next",
             "POST /sequences/{name}/ranges",

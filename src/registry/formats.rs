@@ -1,0 +1,67 @@
+//! The registry's side of carrier numbers: a sequence's format, and whether seqvend handed
+//! out a given serial from a sequence of a given format.
+
+use sqlx::PgPool;
+
+use super::views::{read_format, stored_format};
+use super::RegistryError;
+use crate::carriers::{Format, Origin};
+use crate::domain::SequenceName;
+
+/// `Some(format)` of an existing sequence (`None` inside for a plain one); `None` when no
+/// sequence has the name.
+pub async fn format_of(
+    pool: &PgPool,
+    name: &SequenceName,
+) -> Result<Option<Option<Format>>, RegistryError> {
+    let row = sqlx::query_scalar!(
+        "SELECT format::text FROM seqvend.sequences WHERE name = $1",
+        name.as_str()
+    )
+    .fetch_optional(pool)
+    .await
+    .map_err(RegistryError::from_db)?;
+    row.map(|stored| stored.as_deref().map(read_format).transpose())
+        .transpose()
+}
+
+/// A sequence that vended a value, and the value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Issued {
+    pub sequence: String,
+    pub value: i64,
+}
+
+/// The sequence (of the given format) that already handed out the given serial, if any.
+///
+/// "Handed out" is a range's high-water mark, the last value seqvend vended from it: not the
+/// range's PostgreSQL sequence position (`range_last_value`), which also counts values drawn
+/// by hand or by statements that then failed, none of which reached a client. Values between
+/// the range's start and its mark, on the increment's steps, were vended.
+pub async fn issued(pool: &PgPool, origins: &[Origin]) -> Result<Option<Issued>, RegistryError> {
+    if origins.is_empty() {
+        return Ok(None);
+    }
+    let formats: Vec<String> = origins.iter().map(|o| stored_format(&o.format)).collect();
+    let serials: Vec<i64> = origins.iter().map(|o| o.serial).collect();
+    let row = sqlx::query_as!(
+        Issued,
+        r#"SELECT s.name AS "sequence!", c.serial AS "value!"
+             FROM unnest($1::text[], $2::int8[]) AS c(format, serial)
+             JOIN seqvend.sequences s ON s.format = c.format::jsonb
+             JOIN seqvend.ranges r ON r.sequence_id = s.id
+            WHERE r.high_water IS NOT NULL
+              AND CASE WHEN s.increment > 0
+                       THEN c.serial BETWEEN r.start_value AND r.high_water
+                       ELSE c.serial BETWEEN r.high_water AND r.start_value END
+              AND (c.serial::numeric - r.start_value) % s.increment = 0
+            ORDER BY s.id
+            LIMIT 1"#,
+        &formats,
+        &serials
+    )
+    .fetch_optional(pool)
+    .await
+    .map_err(RegistryError::from_db)?;
+    Ok(row)
+}
