@@ -83,6 +83,11 @@ pub enum FormatError {
         highest: i64,
         width: u32,
     },
+    #[error(
+        "a formatted sequence's ranges live in its number space, {space:?}, so that no two \
+         sequences can print one number: leave `namespace` out, or give exactly that"
+    )]
+    NamespaceNotNumberSpace { space: String },
 }
 
 const DIGITS: &[u8] = b"0123456789";
@@ -237,6 +242,29 @@ impl Format {
             Self::DhlExpress => "dhl_express",
             Self::Ontrac { .. } => "ontrac",
             Self::CanadaPost { .. } => "canada_post",
+        }
+    }
+
+    /// The space in which a serial names one number (and one parcel): the sequence's
+    /// namespace, so that ranges printing the same numbers can never overlap. FedEx Ground's
+    /// 15-digit number is the tail of its 96 barcode, so both kinds share the shipper's space;
+    /// USPS requires a serial to be unique per mailer id whatever the service type or length.
+    pub fn number_space(&self) -> String {
+        match self {
+            Self::Ups1z { account, service } => format!("ups_1z.{account}.{service}"),
+            Self::FedexExpress => "fedex_express".into(),
+            Self::FedexGround { shipper_id } | Self::FedexGround96 { shipper_id, .. } => {
+                format!("fedex_ground.{shipper_id}")
+            }
+            Self::Sscc18 {
+                extension,
+                company_prefix,
+            } => format!("sscc18.{extension}.{company_prefix}"),
+            Self::UspsImpb { mailer_id, .. } => format!("usps_impb.{mailer_id}"),
+            Self::S10 { service, country } => format!("s10.{service}.{country}"),
+            Self::DhlExpress => "dhl_express".into(),
+            Self::Ontrac { prefix } => format!("ontrac.{prefix}"),
+            Self::CanadaPost { origin_id } => format!("canada_post.{origin_id}"),
         }
     }
 

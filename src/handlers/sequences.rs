@@ -10,7 +10,7 @@ use utoipa::{IntoParams, ToSchema};
 use super::error::ApiError;
 use super::error::ErrorBody;
 use crate::auth::{Admin, Reader};
-use crate::carriers::Format;
+use crate::carriers::{Format, FormatError};
 use crate::domain::{RangeBounds, SequenceName, SequenceSpec};
 use crate::registry::{
     self, FormatCache, Known, NewSequence, RangeView, SequencePage, SequenceView,
@@ -37,7 +37,8 @@ pub struct CreateSequenceBody {
     /// Not 0; negative for a descending sequence. Defaults to 1.
     #[schema(value_type = Option<i64>)]
     increment: Option<Number>,
-    /// Ranges never overlap within a namespace. Defaults to the name.
+    /// Ranges never overlap within a namespace. Defaults to the name; for a formatted
+    /// sequence it is the format's number space (e.g. `ups_1z.5R8939.03`).
     #[schema(pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")]
     namespace: Option<String>,
     /// Print vended values as carrier numbers: `{"kind": …, parameters…}`, e.g.
@@ -53,10 +54,6 @@ impl TryFrom<CreateSequenceBody> for NewSequence {
 
     fn try_from(body: CreateSequenceBody) -> Result<Self, ApiError> {
         let name = SequenceName::parse(&body.name)?;
-        let namespace = match body.namespace {
-            Some(raw) => SequenceName::parse(&raw)?,
-            None => name.clone(),
-        };
         let spec = SequenceSpec::parse(
             &body.min,
             &body.max,
@@ -69,6 +66,19 @@ impl TryFrom<CreateSequenceBody> for NewSequence {
                 let format = Format::parse(&raw)?;
                 format.check_range(spec.bounds.min(), spec.bounds.max())?;
                 Some(format)
+            }
+        };
+        // A formatted sequence's namespace is its number space: two sequences printing the
+        // same numbers then share it, and their ranges cannot overlap.
+        let namespace = match (body.namespace, &format) {
+            (None, None) => name.clone(),
+            (Some(raw), None) => SequenceName::parse(&raw)?,
+            (given, Some(format)) => {
+                let space = format.number_space();
+                if given.is_some_and(|raw| raw != space) {
+                    return Err(FormatError::NamespaceNotNumberSpace { space }.into());
+                }
+                SequenceName::parse(&space)?
             }
         };
         Ok(NewSequence {
