@@ -130,6 +130,8 @@ mod tests {
     fn a_descending_range_counts_down_to_its_minimum() {
         let r = range(1, 10, 10, -4, Some(6));
         assert_eq!((r.next(), r.remaining()), (Some(2), 1));
+        let r = range(3, 20, 20, -2, Some(11));
+        assert_eq!((r.next(), r.remaining(), r.capacity()), (Some(9), 4, 9));
     }
 
     #[test]
@@ -142,6 +144,7 @@ mod tests {
             ..range(1, 5, 1, 1, None)
         };
         assert_eq!(exhausted.remaining(), 0);
+        assert_eq!(exhausted.capacity(), 5, "what it held, not what is left");
     }
 
     #[test]
