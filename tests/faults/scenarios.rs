@@ -51,8 +51,10 @@ async fn postgresql_crashed_under_load_five_times_never_vends_a_value_twice() {
     let _turn = one_at_a_time().await;
     let pg = Pg::start("crash", &[]).await;
     let seqvend = Seqvend::start(&pg.url, &[("SEQVEND_STATEMENT_TIMEOUT_MS", "200")]).await;
-    // Small ranges: batches run into MAXVALUE and roll over around the crashes.
-    let ranges: Vec<(i64, i64)> = (0..40)
+    // Small ranges: batches run into MAXVALUE and roll over around the crashes. Enough of
+    // them that the clients, vending throughout, never use them all up however slow the
+    // machine (a 409 while values remain fails the scenario).
+    let ranges: Vec<(i64, i64)> = (0..200)
         .map(|i| (i * 10_000 + 1, i * 10_000 + 1_500))
         .collect();
     create(&seqvend.address(), "parcel", &ranges).await;
