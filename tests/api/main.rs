@@ -7,6 +7,7 @@ mod deploy;
 mod durability;
 mod errors;
 mod helpers;
+mod ids;
 mod names;
 mod observability;
 mod outage;
