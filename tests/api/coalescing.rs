@@ -60,7 +60,7 @@ async fn requests_taken_first_get_the_earlier_values_across_rollover_and_exhaust
     let mut submitted = Vec::new();
     for i in 0..600u32 {
         let sequence = if i % 3 == 0 { "down" } else { "up" };
-        let count = 1 + i % 3;
+        let count = 1 + (i / 3) % 3;
         submitted.push((
             sequence,
             count,
