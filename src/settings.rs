@@ -396,6 +396,32 @@ mod tests {
     }
 
     #[test]
+    fn the_snowflake_layout_epoch_and_lease_timing_are_read_and_checked() {
+        let admin = ("SEQVEND_ADMIN_TOKENS", "a");
+        let s = settings(&[admin]).unwrap();
+        assert_eq!(s.ids.layout, Layout::DEFAULT);
+        assert_eq!(s.ids.clock_step_tolerance, Duration::from_millis(5));
+        let s = settings(&[
+            admin,
+            ("SEQVEND_SNOWFLAKE_LAYOUT", "40/11/12"),
+            ("SEQVEND_SNOWFLAKE_EPOCH", "2025-01-01T00:00:00Z"),
+        ])
+        .unwrap();
+        assert_eq!(
+            s.ids.layout,
+            Layout::new(40, 11, 12, 1_735_689_600_000).unwrap()
+        );
+        for bad in [
+            ("SEQVEND_SNOWFLAKE_LAYOUT", "41/10/13"),
+            ("SEQVEND_SNOWFLAKE_EPOCH", "2025-01-01"),
+            ("SEQVEND_WORKER_RENEW_MS", "15000"),
+            ("SEQVEND_WORKER_RENEW_MS", "0"),
+        ] {
+            assert!(settings(&[admin, bad]).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
     fn defaults_apply_and_values_are_checked() {
         let s = settings(&[("SEQVEND_ADMIN_TOKENS", "a")]).unwrap();
         assert_eq!(s.listen.to_string(), "127.0.0.1:8080");
