@@ -75,7 +75,8 @@ def main():
     lines += [
         "",
         "One instance's ceiling is 4,096 Snowflake ids per millisecond (12 sequence bits), 4.1 M/s;",
-        "a batch that fills a millisecond waits for the next. UUIDv7s have no such ceiling, so their",
+        "a batch that fills a millisecond waits for the next, on tokio's 1 ms timer, which rounds",
+        "up: some of the worker id's milliseconds go unused. UUIDv7s have no such ceiling, so their",
         "figure beside Snowflake's shows what the HTTP and JSON path itself costs: a Snowflake",
         "answer of 1,000 ids is about 40 KB (each id twice, as a number and as a string).",
     ]
