@@ -42,7 +42,6 @@ pub struct LayoutView {
 #[serde(deny_unknown_fields)]
 pub struct RenewBody {
     /// The holder token the lease was taken with.
-    #[schema(max_length = 64)]
     holder: String,
 }
 
