@@ -6,10 +6,12 @@ pub mod error;
 mod error_translation;
 mod extract;
 mod health;
+mod ids;
 mod openapi;
 mod sequences;
 mod tracking;
 mod vend;
+mod workers;
 
 use actix_web::middleware::from_fn;
 use actix_web::{web, HttpRequest, HttpResponse};
@@ -53,6 +55,19 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .service(
             resource("/sequences/{name}/ranges", "POST")
                 .route(web::post().to(sequences::add_range))
+                .wrap(from_fn(deadline::bound)),
+        )
+        .service(resource("/ids/snowflake", "POST").route(web::post().to(ids::snowflake)))
+        .service(resource("/ids/snowflake/{id}", "GET").route(web::get().to(ids::decode)))
+        .service(resource("/ids/uuidv7", "POST").route(web::post().to(ids::uuidv7)))
+        .service(
+            resource("/workers/lease", "POST")
+                .route(web::post().to(workers::lease))
+                .wrap(from_fn(deadline::bound)),
+        )
+        .service(
+            resource("/workers/{worker_id}/renew", "POST")
+                .route(web::post().to(workers::renew))
                 .wrap(from_fn(deadline::bound)),
         );
 }

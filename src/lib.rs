@@ -8,6 +8,7 @@ pub mod ddl;
 pub mod domain;
 pub mod handlers;
 pub mod healthcheck;
+pub mod ids;
 pub mod local_pg;
 pub mod metrics;
 pub mod migrate;

@@ -25,6 +25,8 @@ pub struct Metrics {
     pub sequence_failures: IntCounterVec,
     pub vend_queue_depth: IntGauge,
     pub pool_connections: IntGaugeVec,
+    pub ids_issued: IntCounterVec,
+    pub clock_moved_backwards: IntCounter,
 }
 
 impl Metrics {
@@ -119,6 +121,20 @@ impl Metrics {
             &["pool", "state"],
         )
         .expect("valid metric");
+        let ids_issued = IntCounterVec::new(
+            Opts::new(
+                "seqvend_ids_issued_total",
+                "Time-ordered ids issued by this instance, by kind (snowflake, uuidv7).",
+            ),
+            &["kind"],
+        )
+        .expect("valid metric");
+        let clock_moved_backwards = IntCounter::new(
+            "seqvend_clock_moved_backwards_total",
+            "Snowflake requests refused because the clock read further below the last \
+             millisecond issued (or the lease's first) than the tolerance allows.",
+        )
+        .expect("valid metric");
         let metrics = Self {
             registry,
             http_requests,
@@ -132,13 +148,15 @@ impl Metrics {
             sequence_failures,
             vend_queue_depth,
             pool_connections,
+            ids_issued,
+            clock_moved_backwards,
         };
         metrics.register_all();
         metrics
     }
 
     fn register_all(&self) {
-        let collectors: [Box<dyn prometheus::core::Collector>; 11] = [
+        let collectors: [Box<dyn prometheus::core::Collector>; 13] = [
             Box::new(self.http_requests.clone()),
             Box::new(self.values_vended.clone()),
             Box::new(self.remaining.clone()),
@@ -150,6 +168,8 @@ impl Metrics {
             Box::new(self.sequence_failures.clone()),
             Box::new(self.vend_queue_depth.clone()),
             Box::new(self.pool_connections.clone()),
+            Box::new(self.ids_issued.clone()),
+            Box::new(self.clock_moved_backwards.clone()),
         ];
         for collector in collectors {
             self.registry

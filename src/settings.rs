@@ -8,6 +8,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 
 use crate::auth::Tokens;
+use crate::ids::Layout;
 
 /// Plain data. `Debug` hides the secrets: the password in `database_url` (see `redact_url`)
 /// and the tokens (see `Tokens`).
@@ -23,6 +24,7 @@ pub struct Settings {
     pub database: DatabaseSettings,
     pub vend: VendSettings,
     pub watch: WatchSettings,
+    pub ids: IdSettings,
 }
 
 impl fmt::Debug for Settings {
@@ -38,6 +40,7 @@ impl fmt::Debug for Settings {
             database,
             vend,
             watch,
+            ids,
         } = self;
         f.debug_struct("Settings")
             .field("database_url", &database_url.as_deref().map(redact_url))
@@ -49,6 +52,7 @@ impl fmt::Debug for Settings {
             .field("database", database)
             .field("vend", vend)
             .field("watch", watch)
+            .field("ids", ids)
             .finish()
     }
 }
@@ -123,6 +127,37 @@ pub struct WatchSettings {
     pub interval: Duration,
     /// Warn when a sequence has at most this fraction of its capacity left.
     pub low_water: f64,
+}
+
+#[derive(Debug, Clone)]
+pub struct IdSettings {
+    /// Snowflake bits and epoch; fixed in the database by the first instance to start.
+    pub layout: Layout,
+    /// How long a worker-id lease lasts unless renewed.
+    pub lease: Duration,
+    /// How often this instance renews its lease: well within `lease`.
+    pub renew_every: Duration,
+    /// A step of the clock back by at most this much is waited out; a larger one is refused.
+    pub clock_step_tolerance: Duration,
+}
+
+impl IdSettings {
+    /// How long this instance trusts a lease from the moment its statement left: a tenth
+    /// short of the lease, for the database's clock and ours running at slightly other rates.
+    pub fn fenced_lease(&self) -> Duration {
+        self.lease - self.lease / 10
+    }
+}
+
+impl Default for IdSettings {
+    fn default() -> Self {
+        Self {
+            layout: Layout::DEFAULT,
+            lease: Duration::from_secs(30),
+            renew_every: Duration::from_secs(10),
+            clock_step_tolerance: Duration::from_millis(5),
+        }
+    }
 }
 
 impl Default for DatabaseSettings {
@@ -217,6 +252,7 @@ impl Settings {
             )?),
             low_water: parse(get("SEQVEND_LOW_WATER"), watch.low_water)?,
         };
+        let ids = id_settings(&get)?;
         let listen = var("SEQVEND_LISTEN").unwrap_or_else(|| "127.0.0.1:8080".into());
         Ok(Self {
             database_url: var("DATABASE_URL"),
@@ -232,8 +268,38 @@ impl Settings {
             database,
             vend,
             watch,
+            ids,
         })
     }
+}
+
+fn id_settings(get: &impl Fn(&'static str) -> Var) -> anyhow::Result<IdSettings> {
+    let defaults = IdSettings::default();
+    let epoch_ms = match get("SEQVEND_SNOWFLAKE_EPOCH") {
+        (_, None) => defaults.layout.epoch_ms(),
+        (name, Some(raw)) => chrono::DateTime::parse_from_rfc3339(raw.trim())
+            .with_context(|| format!("{name}={raw:?} is not an RFC 3339 time"))?
+            .timestamp_millis(),
+    };
+    let layout = match get("SEQVEND_SNOWFLAKE_LAYOUT") {
+        (_, None) => Layout::parse("41/10/12", epoch_ms),
+        (_, Some(raw)) => Layout::parse(&raw, epoch_ms),
+    }
+    .context("SEQVEND_SNOWFLAKE_LAYOUT")?;
+    let ids = IdSettings {
+        layout,
+        lease: millis(get("SEQVEND_WORKER_LEASE_MS"), defaults.lease)?,
+        renew_every: millis(get("SEQVEND_WORKER_RENEW_MS"), defaults.renew_every)?,
+        clock_step_tolerance: millis(
+            get("SEQVEND_CLOCK_STEP_TOLERANCE_MS"),
+            defaults.clock_step_tolerance,
+        )?,
+    };
+    // A renewal must get through before the lease lapses, with time for one failure.
+    if ids.renew_every.is_zero() || ids.renew_every * 2 > ids.fenced_lease() {
+        bail!("SEQVEND_WORKER_RENEW_MS must be more than 0 and at most 45% of SEQVEND_WORKER_LEASE_MS");
+    }
+    Ok(ids)
 }
 
 fn default_workers() -> usize {
@@ -327,6 +393,32 @@ mod tests {
             redact_url("host=h password=pw user=u"),
             "host=h password=[redacted] user=u"
         );
+    }
+
+    #[test]
+    fn the_snowflake_layout_epoch_and_lease_timing_are_read_and_checked() {
+        let admin = ("SEQVEND_ADMIN_TOKENS", "a");
+        let s = settings(&[admin]).unwrap();
+        assert_eq!(s.ids.layout, Layout::DEFAULT);
+        assert_eq!(s.ids.clock_step_tolerance, Duration::from_millis(5));
+        let s = settings(&[
+            admin,
+            ("SEQVEND_SNOWFLAKE_LAYOUT", "40/11/12"),
+            ("SEQVEND_SNOWFLAKE_EPOCH", "2025-01-01T00:00:00Z"),
+        ])
+        .unwrap();
+        assert_eq!(
+            s.ids.layout,
+            Layout::new(40, 11, 12, 1_735_689_600_000).unwrap()
+        );
+        for bad in [
+            ("SEQVEND_SNOWFLAKE_LAYOUT", "41/10/13"),
+            ("SEQVEND_SNOWFLAKE_EPOCH", "2025-01-01"),
+            ("SEQVEND_WORKER_RENEW_MS", "15000"),
+            ("SEQVEND_WORKER_RENEW_MS", "0"),
+        ] {
+            assert!(settings(&[admin, bad]).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

@@ -10,6 +10,7 @@ use actix_web::{web, App, HttpServer};
 
 use crate::auth::Tokens;
 use crate::handlers;
+use crate::ids::{self, Clock, Snowflake, UuidV7s};
 use crate::metrics::Metrics;
 use crate::registry::FormatCache;
 use crate::request_log;
@@ -20,18 +21,31 @@ use crate::{db, migrate, watch};
 pub struct Application {
     port: u16,
     server: Server,
+    renewer: tokio::task::JoinHandle<()>,
 }
 
 impl Application {
     /// Connects to `database_url`, applies migrations and binds the listener (port 0 picks a
     /// free port, see `port`). Nothing is served until `run_until_stopped`.
     pub async fn build(settings: &Settings, database_url: &str) -> anyhow::Result<Self> {
+        Self::build_with_clock(settings, database_url, Clock::system()).await
+    }
+
+    /// Like `build`, with ids stamped by `clock` (tests step it).
+    pub async fn build_with_clock(
+        settings: &Settings,
+        database_url: &str,
+        clock: Clock,
+    ) -> anyhow::Result<Self> {
         let (registry, vend_pool) = db::pools(database_url, &settings.database)?;
         db::wait_until_reachable(&registry, settings.database.startup_patience).await?;
         migrate::run(&registry).await?;
         let metrics = Arc::new(Metrics::new());
         let vender = Vender::start(vend_pool.clone(), metrics.clone(), settings.vend.clone());
         watch::spawn(registry.clone(), metrics.clone(), settings.watch.clone());
+        let (snowflake, renewer) =
+            start_snowflake(&registry, &metrics, settings, clock.clone()).await?;
+        let uuids = UuidV7s::new(clock, metrics.clone());
 
         let listener = TcpListener::bind(settings.listen)?;
         let port = listener.local_addr()?.port();
@@ -41,6 +55,9 @@ impl Application {
             vender: web::Data::new(vender),
             formats: web::Data::new(FormatCache::new(settings.vend.statement_deadline)),
             metrics: web::Data::from(metrics),
+            snowflake: web::Data::from(snowflake),
+            uuids: web::Data::new(uuids),
+            id_settings: web::Data::new(settings.ids.clone()),
             tokens: web::Data::new(settings.tokens.clone()),
             registry_deadline: web::Data::new(handlers::RegistryDeadline(
                 settings.vend.statement_deadline,
@@ -53,7 +70,11 @@ impl Application {
             .backlog(4096)
             .listen(listener)?
             .run();
-        Ok(Self { port, server })
+        Ok(Self {
+            port,
+            server,
+            renewer,
+        })
     }
 
     pub fn port(&self) -> u16 {
@@ -66,9 +87,35 @@ impl Application {
 
     /// Serves until stopped through `handle` (graceful: stop accepting, finish what is in
     /// flight). Signals do not stop it by themselves; `main` turns them into `handle` calls.
+    /// The worker-id lease is renewed until then and left to expire after: a stopped instance
+    /// issues nothing, and its worker id frees up within a lease.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
-        self.server.await
+        let served = self.server.await;
+        self.renewer.abort();
+        served
     }
+}
+
+/// Fixes the Snowflake layout in the database (refusing a different one), takes the first
+/// worker-id lease and starts renewing it. With no worker id free, seqvend starts anyway:
+/// Snowflake requests answer 503 until the renewer gets one.
+async fn start_snowflake(
+    registry: &sqlx::PgPool,
+    metrics: &Arc<Metrics>,
+    settings: &Settings,
+    clock: Clock,
+) -> anyhow::Result<(Arc<Snowflake>, tokio::task::JoinHandle<()>)> {
+    let ids = &settings.ids;
+    ids::worker_lease::fix_layout(registry, ids.layout).await?;
+    let snowflake = Arc::new(Snowflake::new(
+        ids.layout,
+        clock,
+        ids.clock_step_tolerance,
+        metrics.clone(),
+    ));
+    ids::keep_lease(registry, &snowflake, ids).await;
+    let renewer = ids::spawn_renewer(registry.clone(), snowflake.clone(), ids.clone());
+    Ok((snowflake, renewer))
 }
 
 #[derive(Clone)]
@@ -78,6 +125,9 @@ struct AppState {
     vender: web::Data<Vender>,
     formats: web::Data<FormatCache>,
     metrics: web::Data<Metrics>,
+    snowflake: web::Data<Snowflake>,
+    uuids: web::Data<UuidV7s>,
+    id_settings: web::Data<crate::settings::IdSettings>,
     tokens: web::Data<Tokens>,
     registry_deadline: web::Data<handlers::RegistryDeadline>,
 }
@@ -100,6 +150,9 @@ fn build_app(
         .app_data(state.vender.clone())
         .app_data(state.formats.clone())
         .app_data(state.metrics.clone())
+        .app_data(state.snowflake.clone())
+        .app_data(state.uuids.clone())
+        .app_data(state.id_settings.clone())
         .app_data(state.tokens.clone())
         .app_data(state.registry_deadline.clone())
         .app_data(handlers::json_config())

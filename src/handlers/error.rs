@@ -53,6 +53,28 @@ pub enum ApiError {
     PayloadTooLarge(usize),
     #[error("{0}; retry shortly")]
     Unavailable(&'static str),
+    #[error("{0}; retry shortly, or ask another seqvend instance")]
+    NoWorkerId(&'static str),
+    #[error(
+        "this seqvend's clock reads {0} ms before the last Snowflake id it issued: no id is \
+         stamped below it. Retry once the clock has caught up, or ask another seqvend instance"
+    )]
+    ClockMovedBackwards(i64),
+    #[error(
+        "this seqvend's clock is ahead of the time its worker-id lease covers; retry shortly \
+         (the next renewal extends it)"
+    )]
+    ClockAheadOfLease,
+    #[error(
+        "every worker id is leased; retry once a lease expires (unrenewed leases expire after \
+         SEQVEND_WORKER_LEASE_MS)"
+    )]
+    WorkerIdsExhausted,
+    #[error(
+        "worker id {0} is not held with this holder token (the lease expired and was taken, or \
+         never was); stop issuing with it and take a new lease with POST /workers/lease"
+    )]
+    LeaseLost(i64),
     #[error("internal error")]
     Internal(#[source] anyhow::Error),
 }
@@ -83,6 +105,11 @@ impl ApiError {
             Self::SequenceFailed(..) => "sequence_failed",
             Self::PayloadTooLarge(_) => "payload_too_large",
             Self::Unavailable(_) => "unavailable",
+            Self::NoWorkerId(_) => "no_worker_id",
+            Self::ClockMovedBackwards(_) => "clock_moved_backwards",
+            Self::ClockAheadOfLease => "clock_ahead_of_lease",
+            Self::WorkerIdsExhausted => "worker_ids_exhausted",
+            Self::LeaseLost(_) => "lease_lost",
             Self::Internal(_) => "internal",
         }
     }
@@ -103,12 +130,17 @@ impl ResponseError for ApiError {
             Self::Forbidden => StatusCode::FORBIDDEN,
             Self::NotFound(_) => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
-            Self::NameTaken(_) | Self::RangeOverlap { .. } | Self::SequenceExhausted(_) => {
-                StatusCode::CONFLICT
-            }
+            Self::NameTaken(_)
+            | Self::RangeOverlap { .. }
+            | Self::SequenceExhausted(_)
+            | Self::LeaseLost(_) => StatusCode::CONFLICT,
             Self::SequenceRetired(_) => StatusCode::GONE,
             Self::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
-            Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Unavailable(_)
+            | Self::NoWorkerId(_)
+            | Self::ClockMovedBackwards(_)
+            | Self::ClockAheadOfLease
+            | Self::WorkerIdsExhausted => StatusCode::SERVICE_UNAVAILABLE,
             Self::SequenceFailed(..) | Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -122,7 +154,11 @@ impl ResponseError for ApiError {
             Self::Unauthorized => {
                 response.insert_header((header::WWW_AUTHENTICATE, "Bearer"));
             }
-            Self::Unavailable(_) => {
+            Self::Unavailable(_)
+            | Self::NoWorkerId(_)
+            | Self::ClockMovedBackwards(_)
+            | Self::ClockAheadOfLease
+            | Self::WorkerIdsExhausted => {
                 response.insert_header((header::RETRY_AFTER, RETRY_AFTER_SECONDS));
             }
             Self::MethodNotAllowed { allowed, .. } => {

@@ -2,6 +2,7 @@
 //! one place that gives them statuses and the words a client sees.
 
 use super::error::ApiError;
+use crate::ids::{IdError, LeaseError};
 use crate::registry::RegistryError;
 use crate::vend::VendError;
 
@@ -35,6 +36,35 @@ impl From<VendError> for ApiError {
             // Already logged, with its cause, where the statement failed.
             VendError::Unavailable => Self::Unavailable("the database is unavailable"),
             VendError::Internal(cause) => Self::Internal(cause),
+        }
+    }
+}
+
+impl From<IdError> for ApiError {
+    fn from(err: IdError) -> Self {
+        match err {
+            IdError::NoWorkerId => Self::NoWorkerId("this seqvend holds no worker id"),
+            IdError::LeaseLapsed => {
+                Self::NoWorkerId("this seqvend could not renew its worker-id lease in time")
+            }
+            IdError::ClockMovedBackwards { by_ms } => Self::ClockMovedBackwards(by_ms),
+            IdError::ClockAheadOfLease => Self::ClockAheadOfLease,
+            err @ IdError::OutsideLayout { .. } => Self::Internal(err.into()),
+        }
+    }
+}
+
+impl From<LeaseError> for ApiError {
+    fn from(err: LeaseError) -> Self {
+        match err {
+            LeaseError::NoneFree => Self::WorkerIdsExhausted,
+            LeaseError::Lost { worker_id } => Self::LeaseLost(worker_id),
+            LeaseError::Unavailable(cause) => {
+                tracing::warn!(error = %format!("{cause:#}"), "database unavailable");
+                Self::Unavailable("the database is unavailable")
+            }
+            err @ LeaseError::LayoutMismatch { .. } => Self::Internal(err.into()),
+            LeaseError::Internal(cause) => Self::Internal(cause),
         }
     }
 }

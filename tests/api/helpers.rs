@@ -9,8 +9,9 @@ use std::time::{Duration, Instant};
 
 use reqwest::{Method, StatusCode};
 use seqvend::auth::Tokens;
+use seqvend::ids::Clock;
 use seqvend::local_pg::{LocalCluster, Shutdown};
-use seqvend::settings::{DatabaseSettings, Settings, VendSettings, WatchSettings};
+use seqvend::settings::{DatabaseSettings, IdSettings, Settings, VendSettings, WatchSettings};
 use seqvend::startup::Application;
 use serde_json::{json, Value};
 
@@ -52,6 +53,7 @@ pub fn test_settings() -> Settings {
         // not turn into a 503. Tests of the deadlines set their own.
         vend: patient_vend_settings(),
         watch: WatchSettings::default(),
+        ids: IdSettings::default(),
     }
 }
 
@@ -131,8 +133,13 @@ pub async fn spawn_app() -> TestApp {
 }
 
 pub async fn spawn_app_on(db: &TestDb, settings: Settings) -> TestApp {
+    spawn_app_with_clock(db, settings, Clock::system()).await
+}
+
+/// An instance whose ids are stamped by `clock`, which the test may step.
+pub async fn spawn_app_with_clock(db: &TestDb, settings: Settings, clock: Clock) -> TestApp {
     init_logging();
-    let app = Application::build(&settings, &db.url)
+    let app = Application::build_with_clock(&settings, &db.url, clock)
         .await
         .expect("application built");
     let address = format!("http://127.0.0.1:{}", app.port());
@@ -197,6 +204,11 @@ impl Reply {
 }
 
 impl TestApp {
+    /// Stops serving, without releasing anything the instance holds, and waits until it has.
+    pub async fn stop(&self) {
+        self.handle.stop(false).await;
+    }
+
     pub async fn request(
         &self,
         method: Method,

@@ -8,6 +8,7 @@ mod durability;
 mod errors;
 mod formats;
 mod helpers;
+mod ids;
 mod names;
 mod observability;
 mod outage;

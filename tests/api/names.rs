@@ -86,7 +86,14 @@ async fn hostile_names_are_400_and_change_nothing() {
     let tables: Vec<String> = tables.iter().map(|r| r.get(0)).collect();
     assert_eq!(
         tables,
-        ["_sqlx_migrations", "events", "ranges", "sequences"]
+        [
+            "_sqlx_migrations",
+            "events",
+            "ranges",
+            "sequences",
+            "snowflake_layout",
+            "worker_ids"
+        ]
     );
 }
 

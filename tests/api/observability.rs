@@ -97,14 +97,19 @@ async fn the_openapi_document_names_every_operation() {
         [
             "DELETE /sequences/{name}",
             "GET /healthz",
+            "GET /ids/snowflake/{id}",
             "GET /metrics",
             "GET /readyz",
             "GET /sequences",
             "GET /sequences/{name}",
             "GET /tracking-numbers/{number}",
+            "POST /ids/snowflake",
+            "POST /ids/uuidv7",
             "POST /sequences",
             "POST /sequences/{name}/next",
             "POST /sequences/{name}/ranges",
+            "POST /workers/lease",
+            "POST /workers/{worker_id}/renew",
         ]
     );
 }

@@ -1,0 +1,119 @@
+//! `POST /workers/lease` and `POST /workers/{worker_id}/renew`: worker-id leases for client
+//! processes that issue Snowflake ids themselves, under the same rules as seqvend's own.
+
+use actix_web::{web, HttpResponse};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use sqlx::PgPool;
+use utoipa::ToSchema;
+
+use super::error::{ApiError, ErrorBody};
+use crate::auth::Reader;
+use crate::ids::{worker_lease, Lease, Snowflake};
+use crate::settings::IdSettings;
+
+/// A worker-id lease. Issue ids only while it lasts, stamped `not_before_ms ..=
+/// not_after_ms`, and renew well before `expires_at`.
+#[derive(Serialize, ToSchema)]
+pub struct WorkerLease {
+    worker_id: u32,
+    /// The secret that renews this lease.
+    holder: String,
+    /// When the lease lapses unless renewed, by the database's clock.
+    expires_at: DateTime<Utc>,
+    /// The first millisecond (since the Unix epoch) ids may be stamped with: one past every
+    /// earlier holder's.
+    not_before_ms: i64,
+    /// The last millisecond ids may be stamped with until the next renewal raises it.
+    not_after_ms: i64,
+    layout: LayoutView,
+}
+
+/// The Snowflake layout ids must be made with.
+#[derive(Serialize, ToSchema)]
+pub struct LayoutView {
+    timestamp_bits: u8,
+    worker_bits: u8,
+    sequence_bits: u8,
+    epoch: DateTime<Utc>,
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RenewBody {
+    /// The holder token the lease was taken with.
+    holder: String,
+}
+
+fn view(lease: Lease, snowflake: &Snowflake) -> WorkerLease {
+    let layout = snowflake.layout();
+    let (timestamp_bits, worker_bits, sequence_bits) = layout.bits();
+    WorkerLease {
+        worker_id: lease.worker_id,
+        holder: lease.holder,
+        expires_at: lease.expires_at,
+        not_before_ms: lease.not_before_ms,
+        not_after_ms: lease.not_after_ms,
+        layout: LayoutView {
+            timestamp_bits,
+            worker_bits,
+            sequence_bits,
+            epoch: layout.epoch(),
+        },
+    }
+}
+
+#[utoipa::path(
+    post, path = "/workers/lease", tag = "workers",
+    responses(
+        (status = 200, description = "A free or expired worker id, leased", body = WorkerLease),
+        (status = 401, description = "unauthorized", body = ErrorBody),
+        (status = 503, description = "worker_ids_exhausted, or unavailable", body = ErrorBody),
+    )
+)]
+pub async fn lease(
+    _: Reader,
+    pool: web::Data<PgPool>,
+    snowflake: web::Data<Snowflake>,
+    settings: web::Data<IdSettings>,
+) -> Result<HttpResponse, ApiError> {
+    let now_ms = snowflake.clock().now_ms();
+    let lease = worker_lease::take(&pool, now_ms, settings.lease).await?;
+    Ok(HttpResponse::Ok().json(view(lease, &snowflake)))
+}
+
+#[utoipa::path(
+    post, path = "/workers/{worker_id}/renew", tag = "workers",
+    params(("worker_id" = u32, Path, description = "The leased worker id")),
+    request_body = RenewBody,
+    responses(
+        (status = 200, description = "The lease, extended", body = WorkerLease),
+        (status = 400, description = "invalid_request", body = ErrorBody),
+        (status = 401, description = "unauthorized", body = ErrorBody),
+        (status = 409, description = "lease_lost: stop issuing with this worker id", body = ErrorBody),
+        (status = 503, description = "unavailable", body = ErrorBody),
+    )
+)]
+pub async fn renew(
+    _: Reader,
+    pool: web::Data<PgPool>,
+    snowflake: web::Data<Snowflake>,
+    settings: web::Data<IdSettings>,
+    worker_id: web::Path<String>,
+    body: web::Json<RenewBody>,
+) -> Result<HttpResponse, ApiError> {
+    let worker_id: i64 = worker_id
+        .parse()
+        .ok()
+        .filter(|id| (0..i64::from(snowflake.layout().worker_ids())).contains(id))
+        .ok_or_else(|| {
+            ApiError::InvalidRequest(format!(
+                "{:?} is not a worker id: an integer from 0 to {}",
+                worker_id.as_str(),
+                snowflake.layout().worker_ids() - 1
+            ))
+        })?;
+    let now_ms = snowflake.clock().now_ms();
+    let lease = worker_lease::renew(&pool, worker_id, &body.holder, now_ms, settings.lease).await?;
+    Ok(HttpResponse::Ok().json(view(lease, &snowflake)))
+}
