@@ -136,6 +136,9 @@ async fn a_sequence_moved_back_in_the_middle_of_a_large_batch_is_caught() {
     let app = spawn_app_on(&db, test_settings()).await;
     app.create_ok("busy", 1, 10_000_000).await;
     let sequence = pg_sequence(&app, "busy").await;
+    // Values handed out before any rewind: whatever the race below, the last rewind comes
+    // after them, and the last batch (or one before it) must find it.
+    let mut seen = values_of(&app.next_batch("busy", 2000).await);
     // Rewinds race with batches: each batch either sees one before it, during it (the
     // batch's own check) or after it; none may hand a value out twice.
     let rewinder = {
@@ -155,7 +158,6 @@ async fn a_sequence_moved_back_in_the_middle_of_a_large_batch_is_caught() {
             }
         })
     };
-    let mut seen = Vec::new();
     while !rewinder.is_finished() {
         seen.extend(values_of(&app.next_batch("busy", 2000).await));
     }

@@ -202,7 +202,7 @@ async fn wait_until_a_vend_waits_on_the_lock(db: &TestDb) {
         let observer = &observer;
         async move {
             let row = observer
-                .query_one("SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'advisory' AND query LIKE '%seqvend.vend%'", &[])
+                .query_one("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event = 'advisory' AND query LIKE '%seqvend.vend%'", &[])
                 .await
                 .unwrap();
             row.get::<_, i64>(0) > 0
@@ -505,7 +505,7 @@ async fn the_servers_statement_timeout_cancels_a_stuck_vend() {
     let observer = db.connect().await;
     let waiting: i64 = observer
         .query_one(
-            "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'advisory' \
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event = 'advisory' \
              AND query LIKE '%seqvend.vend%'",
             &[],
         )

@@ -177,7 +177,7 @@ async fn delete_waits_for_a_draw_in_flight() {
         move || async move {
             let row = observer
                 .query_one(
-                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event = $1 AND query LIKE $2",
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event = $1 AND query LIKE $2",
                     &[&event, &query],
                 )
                 .await
@@ -243,7 +243,7 @@ async fn two_instances_meeting_at_a_range_end_roll_over_once() {
             async move {
                 let row = observer
                     .query_one(
-                        "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'advisory' \
+                        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event = 'advisory' \
                      AND query LIKE '%seqvend.vend%'",
                         &[],
                     )

@@ -116,7 +116,7 @@ async fn the_healthcheck_command_passes_only_while_seqvend_is_ready() {
     assert_eq!(missing.status.code(), Some(1), "only a 200 is healthy");
     assert!(stderr(&missing).contains("404"), "{}", stderr(&missing));
 
-    assert!(served.terminate().success());
+    served.terminate_cleanly();
     let stopped = healthcheck(None, Some(&listen));
     assert_eq!(stopped.status.code(), Some(1), "nothing listens any more");
     assert!(

@@ -115,7 +115,7 @@ async fn the_vend_statement_commits_synchronously_whatever_the_session_says() {
 async fn waiting_for_the_standby(observer: &tokio_postgres::Client) -> Option<i32> {
     observer
         .query_opt(
-            "SELECT pid FROM pg_stat_activity WHERE wait_event = 'SyncRep' \
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event = 'SyncRep' \
              AND query LIKE '%seqvend.vend%'",
             &[],
         )

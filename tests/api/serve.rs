@@ -88,6 +88,8 @@ pub struct Served {
     child: Child,
     pub address: String,
     pub port: u16,
+    /// seqvend's log, for the message of a failed assertion.
+    log: std::path::PathBuf,
 }
 
 impl Drop for Served {
@@ -114,6 +116,8 @@ impl Served {
 
     async fn spawn(data_dir: &std::path::Path, mut command: Command) -> Self {
         let port = free_port();
+        let log = data_dir.with_extension("log");
+        let log_file = std::fs::File::create(&log).unwrap();
         let child = command
             .arg("serve")
             .env_remove("DATABASE_URL")
@@ -124,8 +128,9 @@ impl Served {
             // A request held in flight must outlive the test's steps on a busy machine.
             .env("SEQVEND_VEND_DEADLINE_MS", "30000")
             .env("SEQVEND_STATEMENT_TIMEOUT_MS", "30000")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .env("RUST_LOG", "info")
+            .stdout(log_file.try_clone().unwrap())
+            .stderr(log_file)
             .spawn()
             .unwrap();
         let address = format!("http://127.0.0.1:{port}");
@@ -139,13 +144,21 @@ impl Served {
             child,
             address,
             port,
+            log,
         }
     }
 
     /// SIGTERM, then the exit status.
-    pub fn terminate(self) -> std::process::ExitStatus {
+    /// SIGTERM, then the exit status, which must be success (the log says why not).
+    pub fn terminate_cleanly(self) {
         self.signal_term();
-        self.wait()
+        let log = self.log.clone();
+        let status = self.wait();
+        assert!(
+            status.success(),
+            "seqvend exited with {status} after SIGTERM:\n{}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
     }
 
     fn wait(mut self) -> std::process::ExitStatus {
@@ -200,7 +213,7 @@ async fn serve_without_a_database_url_runs_its_own_postgresql_and_values_persist
     let first = Served::start(&dir).await;
     first.create().await;
     assert_eq!((first.next().await, first.next().await), (1, 2));
-    assert!(first.terminate().success(), "a graceful shutdown exits 0");
+    first.terminate_cleanly();
     assert!(
         !dir.join("pgdata/postmaster.pid").exists(),
         "the private cluster was stopped"
@@ -218,7 +231,7 @@ async fn serve_without_a_database_url_runs_its_own_postgresql_and_values_persist
             .get(0);
         assert_eq!(shown, "on", "{setting} on the private cluster");
     }
-    assert!(second.terminate().success());
+    second.terminate_cleanly();
 }
 
 /// The settings that make a flush durable cannot be turned off by the settings a cluster is
@@ -299,7 +312,7 @@ impl VendInFlight {
             Duration::from_secs(10),
             "the vend waits on the lock",
             || async {
-                let waiting = "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'advisory'";
+                let waiting = "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event = 'advisory'";
                 blocker
                     .query_one(waiting, &[])
                     .await
