@@ -1,46 +1,12 @@
-//! Every public test number of `tests/data/carrier-vectors.json` (a copy of the shared
-//! carrier reference's vectors; sources and licences in `tests/data/CARRIER-VECTORS.md`):
-//! each is recognised with its expected validity, under the layout it was published for,
-//! and each valid number of a layout seqvend prints is printed back from its origin.
-
-use serde::Deserialize;
+//! Every public test number of `tests/data/carrier-vectors.json`: each is recognised with its
+//! expected validity, under the layout it was published for, and each valid number of a layout
+//! seqvend prints is printed back from its origin.
 
 use super::{normalise, recognise};
 
-#[derive(Deserialize)]
-pub struct Vector {
-    pub format: String,
-    pub number: String,
-    pub valid: bool,
-    pub checksum_ok: Option<bool>,
-}
-
-impl Vector {
-    /// The reference's rule: a number whose recomputed check fails is invalid, whatever its
-    /// source asserted (§8).
-    pub fn expected_valid(&self) -> bool {
-        self.checksum_ok != Some(false) && self.valid
-    }
-
-    /// The kind seqvend reports for the jkeen format the vector was published under.
-    pub fn kind(&self) -> &str {
-        match self.format.as_str() {
-            "ups" => "ups_1z",
-            "UPS Waybill" => "ups_waybill",
-            "fedex_12" => "fedex_express",
-            "fedex_34" => "fedex_express_34",
-            "fedex_ground_sscc_18" => "sscc18",
-            "usps_impb_c" | "usps_impb_n" => "usps_impb",
-            "ontrac_c" | "ontrac_d" => "ontrac",
-            other => other,
-        }
-    }
-}
-
-pub fn vectors() -> Vec<Vector> {
-    let text = include_str!("../../tests/data/carrier-vectors.json");
-    serde_json::from_str(text).expect("the vectors parse")
-}
+#[path = "../../tests/common/carrier_vectors.rs"]
+mod data;
+use data::{vectors, Vector};
 
 #[test]
 fn the_file_holds_the_121_vectors_81_of_them_valid() {

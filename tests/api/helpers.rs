@@ -405,40 +405,4 @@ impl OwnCluster {
     }
 }
 
-/// One public carrier test number of `tests/data/carrier-vectors.json`.
-#[derive(serde::Deserialize)]
-pub struct Vector {
-    pub format: String,
-    pub number: String,
-    pub valid: bool,
-    pub checksum_ok: Option<bool>,
-}
-
-impl Vector {
-    /// A recomputed check that fails makes the number invalid, whatever its source said.
-    pub fn expected_valid(&self) -> bool {
-        self.checksum_ok != Some(false) && self.valid
-    }
-
-    /// The kind seqvend reports for the format the number was published under.
-    pub fn kind(&self) -> &str {
-        match self.format.as_str() {
-            "ups" => "ups_1z",
-            "UPS Waybill" => "ups_waybill",
-            "fedex_12" => "fedex_express",
-            "fedex_34" => "fedex_express_34",
-            "fedex_ground_sscc_18" => "sscc18",
-            "usps_impb_c" | "usps_impb_n" => "usps_impb",
-            "ontrac_c" | "ontrac_d" => "ontrac",
-            other => other,
-        }
-    }
-}
-
-pub fn vectors() -> Vec<Vector> {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/data/carrier-vectors.json"
-    );
-    serde_json::from_str(&std::fs::read_to_string(path).expect("vectors read")).unwrap()
-}
+pub use crate::carrier_vectors::vectors;

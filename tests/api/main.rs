@@ -1,6 +1,8 @@
 //! seqvend's integration tests: real HTTP against real PostgreSQL clusters.
 
 mod by_hand;
+#[path = "../common/carrier_vectors.rs"]
+mod carrier_vectors;
 mod coalescing;
 mod concurrency;
 mod deploy;
