@@ -11,7 +11,7 @@ use seqvend::domain::SequenceName;
 use seqvend::handlers::error::ApiError;
 use seqvend::metrics::Metrics;
 use seqvend::settings::VendSettings;
-use seqvend::vend::{Outcome, VendError, Vender};
+use seqvend::vend::{Outcome, Pending, VendError, Vender};
 use serde_json::json;
 use tokio::task::JoinSet;
 
@@ -196,6 +196,23 @@ async fn block_range(db: &TestDb) -> tokio_postgres::Client {
     blocker
 }
 
+/// Lets the statement held by `block_range` go on.
+async fn release(blocker: &tokio_postgres::Client) {
+    blocker
+        .batch_execute("SELECT pg_advisory_unlock_all()")
+        .await
+        .unwrap();
+}
+
+/// Keeps `vender`'s lane busy (it has one) with a request for "gate", the sequence of range 1,
+/// until `release`: requests submitted meanwhile queue and then share the next statement.
+async fn hold_the_lane(db: &TestDb, vender: &Vender) -> (tokio_postgres::Client, Pending) {
+    let blocker = block_range(db).await;
+    let gate = vender.submit(name("gate"), 1).unwrap();
+    wait_until_a_vend_waits_on_the_lock(db).await;
+    (blocker, gate)
+}
+
 async fn wait_until_a_vend_waits_on_the_lock(db: &TestDb) {
     let observer = db.connect().await;
     eventually(Duration::from_secs(10), "a vend statement waits on the range lock", || {
@@ -240,10 +257,7 @@ async fn a_full_queue_answers_503_at_once_and_the_queued_requests_still_complete
     let answered = ApiError::from(refused);
     assert!(matches!(answered, ApiError::Unavailable(_)), "{answered:?}");
     assert!(started.elapsed() < Duration::from_millis(100));
-    blocker
-        .batch_execute("SELECT pg_advisory_unlock_all()")
-        .await
-        .unwrap();
+    release(&blocker).await;
     assert_eq!(in_flight.wait().await.unwrap(), Outcome::Values(vec![1]));
     let mut values = Vec::new();
     for pending in queued {
@@ -272,10 +286,7 @@ async fn a_vend_the_database_cannot_answer_in_time_is_503_after_the_deadline() {
         waited >= Duration::from_millis(300) && waited < Duration::from_millis(1500),
         "{waited:?}"
     );
-    blocker
-        .batch_execute("SELECT pg_advisory_unlock_all()")
-        .await
-        .unwrap();
+    release(&blocker).await;
     // The abandoned request's value was drawn for nobody (a gap), never handed out twice.
     let next = app.next_value("slow").await;
     assert!(next == 1 || next == 2, "{next}");
@@ -305,10 +316,7 @@ async fn a_statement_past_its_deadline_gives_up_its_connection_and_the_lane_serv
     wait_until_a_vend_waits_on_the_lock(&db).await;
     assert_eq!(app.next_value("free").await, 5000);
 
-    blocker
-        .batch_execute("SELECT pg_advisory_unlock_all()")
-        .await
-        .unwrap();
+    release(&blocker).await;
     // The abandoned statement's value went to nobody (a gap), never handed out twice.
     let next = app.next_value("stuck").await;
     assert!(next == 1 || next == 2, "{next}");
@@ -348,16 +356,11 @@ async fn a_sequence_that_fails_in_a_shared_statement_fails_alone() {
     let vender = vender_with_metrics(&db, 1, patient_vend_settings(), metrics.clone());
 
     // One lane: while the gate's statement waits, the others queue and then share one.
-    let blocker = block_range(&db).await;
-    let gate = vender.submit(name("gate"), 1).unwrap();
-    wait_until_a_vend_waits_on_the_lock(&db).await;
+    let (blocker, gate) = hold_the_lane(&db, &vender).await;
     let broken = vender.submit(name("broken"), 2).unwrap();
     let fine = vender.submit(name("fine"), 2).unwrap();
     let fine_again = vender.submit(name("fine"), 1).unwrap();
-    blocker
-        .batch_execute("SELECT pg_advisory_unlock_all()")
-        .await
-        .unwrap();
+    release(&blocker).await;
 
     assert_eq!(gate.wait().await.unwrap(), Outcome::Values(vec![1]));
     match broken.wait().await.unwrap() {
@@ -406,10 +409,7 @@ async fn without_coalescing_each_request_is_its_own_statement_and_the_queue_is_b
         second.wait().await.unwrap(),
         Outcome::Values(vec![100, 101])
     );
-    blocker
-        .batch_execute("SELECT pg_advisory_unlock_all()")
-        .await
-        .unwrap();
+    release(&blocker).await;
     assert_eq!(held.wait().await.unwrap(), Outcome::Values(vec![1]));
     assert_eq!(
         vender.vend(name("direct"), 1).await.unwrap(),
@@ -434,16 +434,11 @@ async fn a_request_that_would_overfill_a_statement_waits_for_the_next_one() {
         ..patient_vend_settings()
     };
     let vender = vender_with_metrics(&db, 1, settings, metrics.clone());
-    let blocker = block_range(&db).await;
-    let gate = vender.submit(name("gate"), 1).unwrap();
-    wait_until_a_vend_waits_on_the_lock(&db).await;
+    let (blocker, gate) = hold_the_lane(&db, &vender).await;
     let first = vender.submit(name("big"), 3).unwrap();
     let carried = vender.submit(name("big"), 3).unwrap(); // 6 > 5: the next statement
     let last = vender.submit(name("big"), 1).unwrap();
-    blocker
-        .batch_execute("SELECT pg_advisory_unlock_all()")
-        .await
-        .unwrap();
+    release(&blocker).await;
     assert_eq!(gate.wait().await.unwrap(), Outcome::Values(vec![1]));
     assert_eq!(
         first.wait().await.unwrap(),
@@ -468,16 +463,11 @@ async fn no_value_is_drawn_for_a_caller_that_went_away_before_its_statement() {
     app.create_ok("gate", 1, 1000).await; // range 1: the one `block_range` holds
     app.create_ok("kept", 100, 1000).await;
     let vender = vender(&db, 1, patient_vend_settings());
-    let blocker = block_range(&db).await;
-    let gate = vender.submit(name("gate"), 1).unwrap();
-    wait_until_a_vend_waits_on_the_lock(&db).await;
+    let (blocker, gate) = hold_the_lane(&db, &vender).await;
     let gone = vender.submit(name("kept"), 5).unwrap();
     let stays = vender.submit(name("kept"), 1).unwrap();
     drop(gone); // as a dropped HTTP request does
-    blocker
-        .batch_execute("SELECT pg_advisory_unlock_all()")
-        .await
-        .unwrap();
+    release(&blocker).await;
     assert_eq!(gate.wait().await.unwrap(), Outcome::Values(vec![1]));
     assert_eq!(
         stays.wait().await.unwrap(),
@@ -513,10 +503,7 @@ async fn the_servers_statement_timeout_cancels_a_stuck_vend() {
         .unwrap()
         .get(0);
     assert_eq!(waiting, 0, "the statement was cancelled, not left waiting");
-    blocker
-        .batch_execute("SELECT pg_advisory_unlock_all()")
-        .await
-        .unwrap();
+    release(&blocker).await;
     assert_eq!(
         app.next_value("held").await,
         1,
