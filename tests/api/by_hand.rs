@@ -51,17 +51,6 @@ async fn rewinds_recorded(db: &TestDb, name: &str) -> Vec<String> {
         .collect()
 }
 
-async fn metrics(app: &TestApp) -> String {
-    app.http
-        .get(format!("{}/metrics", app.address))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap()
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn a_restart_forward_skips_ahead_and_nextval_elsewhere_interleaves() {
     let db = TestDb::shared().await;
@@ -123,7 +112,7 @@ async fn a_sequence_moved_back_never_hands_out_a_value_twice() {
             "{name}: {recorded:?}"
         );
     }
-    let metrics = metrics(&app).await;
+    let metrics = app.scrape().await;
     assert!(
         metrics.contains("seqvend_sequence_repairs_total{sequence=\"restart\"} 1"),
         "{metrics}"
@@ -234,7 +223,7 @@ async fn a_sequence_dropped_or_reversed_by_hand_fails_alone_with_a_clear_error()
         .assert_error(500, "sequence_failed");
     assert_eq!(app.next_value("fine").await, 5000);
     assert_eq!(app.get("dropped").await.status, 200, "reading still works");
-    let metrics = metrics(&app).await;
+    let metrics = app.scrape().await;
     assert!(
         metrics.contains("seqvend_sequence_failures_total{sequence=\"reversed\"} 1"),
         "{metrics}"

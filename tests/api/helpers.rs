@@ -299,6 +299,18 @@ impl TestApp {
     }
 
     /// The single value of a successful `next`.
+    /// The Prometheus metrics, as text.
+    pub async fn scrape(&self) -> String {
+        self.http
+            .get(format!("{}/metrics", self.address))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    }
+
     pub async fn next_value(&self, name: &str) -> i64 {
         let reply = self.next(name).await;
         assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);

@@ -26,17 +26,6 @@ impl TestApp {
         assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
         snowflakes_of(&reply)
     }
-
-    pub async fn scrape(&self) -> String {
-        self.http
-            .get(format!("{}/metrics", self.address))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap()
-    }
 }
 
 fn snowflakes_of(reply: &Reply) -> Vec<i64> {
