@@ -78,22 +78,18 @@ pub async fn next(
     };
     let wanted = count.unwrap_or(1);
     // From memory after the first vend: no round trip on the hot path. Looked up before the
-    // vend, so a registry that cannot answer costs no values.
-    let known = formats.lookup(&pool, &name).await?;
+    // vend, so a registry that cannot answer costs no values, and a name the registry does
+    // not know costs no vend statement.
+    let format = match formats.lookup(&pool, &name).await? {
+        Known::Sequence(format) => format,
+        Known::NoSuchSequence => return Err(ApiError::sequence_not_found(name.as_str())),
+    };
     let values = match vender.vend(name.clone(), wanted).await? {
         Outcome::Values(values) => values,
         Outcome::Exhausted => return Err(ApiError::SequenceExhausted(name.to_string())),
         Outcome::Retired => return Err(ApiError::SequenceRetired(name.to_string())),
         Outcome::NotFound => return Err(ApiError::sequence_not_found(name.as_str())),
         Outcome::Failed(reason) => return Err(ApiError::SequenceFailed(name.to_string(), reason)),
-    };
-    let format = match known {
-        Known::Sequence(format) => format,
-        // Created between the lookup and the vend: it exists now.
-        Known::NoSuchSequence => match formats.lookup(&pool, &name).await? {
-            Known::Sequence(format) => format,
-            Known::NoSuchSequence => None,
-        },
     };
     let formatted = format
         .map(|format| print(&format, &name, &values))
