@@ -1,0 +1,66 @@
+//! When a cache draws more, and how much.
+
+/// A sequence's cache policy: hold up to `size` values, and draw more when what is held
+/// drops below `max(rate × buffer_seconds, min)` (never above `size`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RefillRule {
+    pub size: u64,
+    pub buffer_seconds: u64,
+    pub min: u64,
+}
+
+impl RefillRule {
+    /// Below this many values held, a refill starts.
+    pub fn mark(&self, per_second: f64) -> u64 {
+        let wanted = (per_second * self.buffer_seconds as f64).ceil();
+        // `as` saturates: a huge rate gives u64::MAX, then the cap.
+        (wanted as u64).max(self.min).min(self.size)
+    }
+
+    pub fn needs_refill(&self, held: u64, per_second: f64) -> bool {
+        held < self.mark(per_second) || held == 0
+    }
+
+    /// How many values a refill draws: back up to `size`.
+    pub fn top_up(&self, held: u64) -> u64 {
+        self.size.saturating_sub(held)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RULE: RefillRule = RefillRule {
+        size: 1000,
+        buffer_seconds: 5,
+        min: 100,
+    };
+
+    #[test]
+    fn the_mark_follows_the_rate_between_min_and_size() {
+        assert_eq!(RULE.mark(0.0), 100);
+        assert_eq!(RULE.mark(50.0), 250);
+        assert_eq!(RULE.mark(10_000.0), 1000);
+        assert_eq!(RULE.mark(f64::INFINITY), 1000);
+    }
+
+    #[test]
+    fn a_refill_starts_below_the_mark_and_tops_up_to_size() {
+        assert!(!RULE.needs_refill(250, 50.0));
+        assert!(RULE.needs_refill(249, 50.0));
+        assert_eq!(RULE.top_up(249), 751);
+        assert_eq!(RULE.top_up(2000), 0);
+    }
+
+    #[test]
+    fn an_empty_cache_always_refills() {
+        let lazy = RefillRule {
+            size: 10,
+            buffer_seconds: 0,
+            min: 0,
+        };
+        assert!(lazy.needs_refill(0, 0.0));
+        assert!(!lazy.needs_refill(1, 0.0));
+    }
+}
