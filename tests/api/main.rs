@@ -1,6 +1,7 @@
 //! seqvend's integration tests: real HTTP against real PostgreSQL clusters.
 
 mod by_hand;
+mod caching;
 #[path = "../common/carrier_vectors.rs"]
 mod carrier_vectors;
 mod coalescing;
