@@ -154,3 +154,152 @@ async fn values_cached_by_several_instances_never_repeat_and_stay_in_their_range
     // Every value was handed out: a 409 comes only once no instance holds any.
     assert_eq!(all.len(), 1100);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_patch_reaches_every_instance_without_a_restart() {
+    let db = TestDb::shared().await;
+    let (a, b) = (
+        spawn_app_on(&db, test_settings()).await,
+        spawn_app_on(&db, test_settings()).await,
+    );
+    a.create_ok("p", 1, 1_000_000).await;
+    // B knows the sequence as strict: a statement per request.
+    b.next_value("p").await;
+    assert!(leases(&db, "p").await.is_empty());
+    let patched = patch(
+        &a,
+        "p",
+        json!({"cache": {"size": 500, "buffer_seconds": 10}}),
+    )
+    .await;
+    assert_eq!(patched.status, StatusCode::OK, "{}", patched.body);
+    assert_eq!(
+        patched.body["cache"],
+        json!({"size": 500, "buffer_seconds": 10, "min": 100})
+    );
+    // Within 2 s B vends from a cache of its own.
+    eventually(Duration::from_secs(2), "B caches the sequence", || async {
+        b.next_value("p").await;
+        counter(&b.scrape().await, "seqvend_cache_hits_total") > 0
+    })
+    .await;
+    // Back to strict: B drops its cache and releases its lease.
+    let strict = patch(&a, "p", json!({"cache": {"size": 0}})).await;
+    assert_eq!(strict.status, StatusCode::OK, "{}", strict.body);
+    eventually(Duration::from_secs(2), "B released its lease", || async {
+        leases(&db, "p")
+            .await
+            .iter()
+            .all(|(_, _, released)| *released)
+    })
+    .await;
+    let before = leases(&db, "p").await.len();
+    b.next_value("p").await;
+    assert_eq!(
+        leases(&db, "p").await.len(),
+        before,
+        "strict again: no lease"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn delete_answers_once_every_instance_released_its_cached_values() {
+    let db = TestDb::shared().await;
+    // Leases that outlast the test, renewed (and their policies re-read) only every minute:
+    // only the notice can free them in time.
+    let long_leases = || {
+        let mut settings = test_settings();
+        settings.cache.instance_lease = Duration::from_secs(600);
+        settings.cache.renew_every = Duration::from_secs(60);
+        settings
+    };
+    let (a, b) = (
+        spawn_app_on(&db, long_leases()).await,
+        spawn_app_on(&db, long_leases()).await,
+    );
+    create_cached(&a, "d", 1, 1_000_000, 1000).await;
+    a.next_value("d").await;
+    b.next_value("d").await;
+    assert_eq!(leases(&db, "d").await.len(), 2);
+    let retired = tokio::time::timeout(Duration::from_secs(20), a.retire("d"))
+        .await
+        .expect("DELETE answered once the instances released on notice");
+    assert_eq!(retired.status, StatusCode::OK, "{}", retired.body);
+    // Released on notice, not left to expire (the lease lasts a minute).
+    assert!(
+        leases(&db, "d")
+            .await
+            .iter()
+            .all(|(_, _, released)| *released),
+        "{:?}",
+        leases(&db, "d").await
+    );
+    for app in [&a, &b] {
+        app.next("d").await.assert_error(410, "sequence_retired");
+    }
+}
+
+/// An instance cut off from PostgreSQL: its role may no longer log in and its sessions are
+/// ended, so it can neither hear of changes nor renew its leases.
+async fn cut_off(db: &TestDb, role: &str) {
+    db.psql()
+        .args([
+            "-c",
+            &format!("ALTER ROLE {role} NOLOGIN"),
+            "-c",
+            &format!(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '{role}'"
+            ),
+        ])
+        .status()
+        .unwrap()
+        .success()
+        .then_some(())
+        .expect("cut off");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_partitioned_instance_serves_its_cache_until_its_lease_lapses_and_never_after() {
+    let db = TestDb::shared().await;
+    let role = format!("partitioned_{}", uuid::Uuid::new_v4().simple());
+    let made = db
+        .psql()
+        .args([
+            "-c",
+            &format!("CREATE ROLE {role} LOGIN SUPERUSER PASSWORD 'cut'"),
+        ])
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let short_leases = || {
+        let mut settings = test_settings();
+        settings.cache.instance_lease = Duration::from_secs(4);
+        settings.cache.renew_every = Duration::from_secs(1);
+        settings
+    };
+    let a = spawn_app_on(&db, short_leases()).await;
+    // B is the same kind of instance on the same database, logged in as that role.
+    let b_url = {
+        let (_, host_and_database) = db.url.split_once('@').unwrap();
+        format!("postgres://{role}:cut@{host_and_database}")
+    };
+    let b = spawn_app_on(&TestDb { url: b_url }, short_leases()).await;
+    create_cached(&a, "cut", 1, 1_000_000, 1000).await;
+    b.next_value("cut").await;
+    cut_off(&db, &role).await;
+    // B goes on from memory through the partition.
+    let during = b.next_value("cut").await;
+    assert_eq!(during, 2);
+    let retired = a.retire("cut").await;
+    assert_eq!(retired.status, StatusCode::OK, "{}", retired.body);
+    // DELETE answered: B's lease was neither renewed nor released, so it lapsed first; B
+    // hands out nothing more (it can reach no database to refill, either).
+    let after = b.next("cut").await;
+    assert_ne!(after.status, StatusCode::OK, "{}", after.body);
+    let (_, _, released) = leases(&db, "cut")
+        .await
+        .into_iter()
+        .find(|(kind, count, _)| kind == "instance" && *count == 1000)
+        .unwrap();
+    assert!(!released, "B could not release: its lease expired");
+}

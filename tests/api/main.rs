@@ -12,6 +12,7 @@ mod errors;
 mod formats;
 mod helpers;
 mod ids;
+mod leases;
 mod names;
 mod observability;
 mod outage;
