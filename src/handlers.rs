@@ -7,6 +7,7 @@ mod error_translation;
 mod extract;
 mod health;
 mod ids;
+mod leases;
 mod openapi;
 mod sequences;
 mod tracking;
@@ -47,11 +48,17 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
                 .wrap(from_fn(deadline::bound)),
         )
         .service(
-            resource("/sequences/{name}", "GET, DELETE")
-                .route(web::get().to(sequences::get))
-                .route(web::delete().to(sequences::retire))
-                .wrap(from_fn(deadline::bound)),
+            // DELETE bounds its own statements: it may wait out instances' cached leases.
+            resource("/sequences/{name}", "GET, PATCH, DELETE")
+                .route(web::get().to(sequences::get).wrap(from_fn(deadline::bound)))
+                .route(
+                    web::patch()
+                        .to(sequences::update)
+                        .wrap(from_fn(deadline::bound)),
+                )
+                .route(web::delete().to(sequences::retire)),
         )
+        .service(resource("/sequences/{name}/leases", "POST").route(web::post().to(leases::lease)))
         .service(
             resource("/sequences/{name}/ranges", "POST")
                 .route(web::post().to(sequences::add_range))

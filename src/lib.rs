@@ -2,6 +2,7 @@
 //! Never twice, never outside the range, and only once the allocation is durable.
 
 pub mod auth;
+pub mod cache;
 pub mod carriers;
 pub mod db;
 pub mod ddl;

@@ -27,6 +27,11 @@ pub struct Metrics {
     pub pool_connections: IntGaugeVec,
     pub ids_issued: IntCounterVec,
     pub clock_moved_backwards: IntCounter,
+    pub leases_granted: IntCounterVec,
+    pub cache_hits: IntCounter,
+    pub cache_waits: IntCounter,
+    pub cache_refills: IntCounterVec,
+    pub cache_discarded: IntCounter,
 }
 
 impl Metrics {
@@ -135,6 +140,40 @@ impl Metrics {
              millisecond issued (or the lease's first) than the tolerance allows.",
         )
         .expect("valid metric");
+        let leases_granted = IntCounterVec::new(
+            Opts::new(
+                "seqvend_leases_granted_total",
+                "Blocks of values leased, by holder kind: instance (this instance's cache) or \
+                 client (POST /sequences/{name}/leases).",
+            ),
+            &["kind"],
+        )
+        .expect("valid metric");
+        let cache_hits = IntCounter::new(
+            "seqvend_cache_hits_total",
+            "Vend requests of cached sequences answered from this instance's memory at once.",
+        )
+        .expect("valid metric");
+        let cache_waits = IntCounter::new(
+            "seqvend_cache_waits_total",
+            "Vend requests of cached sequences that found the cache short and waited for a refill.",
+        )
+        .expect("valid metric");
+        let cache_refills = IntCounterVec::new(
+            Opts::new(
+                "seqvend_cache_refills_total",
+                "Refills of this instance's cache, by result (granted, exhausted, retired, \
+                 not_found, failed, unavailable).",
+            ),
+            &["result"],
+        )
+        .expect("valid metric");
+        let cache_discarded = IntCounter::new(
+            "seqvend_cache_discarded_values_total",
+            "Cached values never handed out: their lease expired, the sequence was retired or \
+             its cache policy changed, or the instance stopped. Gaps, never duplicates.",
+        )
+        .expect("valid metric");
         let metrics = Self {
             registry,
             http_requests,
@@ -150,13 +189,18 @@ impl Metrics {
             pool_connections,
             ids_issued,
             clock_moved_backwards,
+            leases_granted,
+            cache_hits,
+            cache_waits,
+            cache_refills,
+            cache_discarded,
         };
         metrics.register_all();
         metrics
     }
 
     fn register_all(&self) {
-        let collectors: [Box<dyn prometheus::core::Collector>; 13] = [
+        let collectors: [Box<dyn prometheus::core::Collector>; 18] = [
             Box::new(self.http_requests.clone()),
             Box::new(self.values_vended.clone()),
             Box::new(self.remaining.clone()),
@@ -170,6 +214,11 @@ impl Metrics {
             Box::new(self.pool_connections.clone()),
             Box::new(self.ids_issued.clone()),
             Box::new(self.clock_moved_backwards.clone()),
+            Box::new(self.leases_granted.clone()),
+            Box::new(self.cache_hits.clone()),
+            Box::new(self.cache_waits.clone()),
+            Box::new(self.cache_refills.clone()),
+            Box::new(self.cache_discarded.clone()),
         ];
         for collector in collectors {
             self.registry

@@ -25,6 +25,7 @@ pub struct Settings {
     pub vend: VendSettings,
     pub watch: WatchSettings,
     pub ids: IdSettings,
+    pub cache: CacheSettings,
 }
 
 impl fmt::Debug for Settings {
@@ -41,6 +42,7 @@ impl fmt::Debug for Settings {
             vend,
             watch,
             ids,
+            cache,
         } = self;
         f.debug_struct("Settings")
             .field("database_url", &database_url.as_deref().map(redact_url))
@@ -53,6 +55,7 @@ impl fmt::Debug for Settings {
             .field("vend", vend)
             .field("watch", watch)
             .field("ids", ids)
+            .field("cache", cache)
             .finish()
     }
 }
@@ -139,6 +142,37 @@ pub struct IdSettings {
     pub renew_every: Duration,
     /// A step of the clock back by at most this much is waited out; a larger one is refused.
     pub clock_step_tolerance: Duration,
+}
+
+/// Leases on cached blocks (sequences with a cache policy).
+#[derive(Debug, Clone)]
+pub struct CacheSettings {
+    /// How long an instance's lease on its cached blocks lasts unless renewed: the longest a
+    /// partitioned instance keeps handing out cached values, and so the longest a retirement
+    /// may wait for one.
+    pub instance_lease: Duration,
+    /// How often an instance renews its leases: well within `instance_lease`.
+    pub renew_every: Duration,
+    /// How long a block leased to a client (`POST …/leases`) may be used.
+    pub client_lease: Duration,
+}
+
+impl CacheSettings {
+    /// How long this instance trusts a lease from the moment its statement left: a tenth
+    /// short, for the database's clock and ours running at slightly other rates.
+    pub fn fenced_lease(&self) -> Duration {
+        self.instance_lease - self.instance_lease / 10
+    }
+}
+
+impl Default for CacheSettings {
+    fn default() -> Self {
+        Self {
+            instance_lease: Duration::from_secs(60),
+            renew_every: Duration::from_secs(15),
+            client_lease: Duration::from_secs(600),
+        }
+    }
 }
 
 impl IdSettings {
@@ -253,6 +287,7 @@ impl Settings {
             low_water: parse(get("SEQVEND_LOW_WATER"), watch.low_water)?,
         };
         let ids = id_settings(&get)?;
+        let cache = cache_settings(&get)?;
         let listen = var("SEQVEND_LISTEN").unwrap_or_else(|| "127.0.0.1:8080".into());
         Ok(Self {
             database_url: var("DATABASE_URL"),
@@ -269,8 +304,27 @@ impl Settings {
             vend,
             watch,
             ids,
+            cache,
         })
     }
+}
+
+fn cache_settings(get: &impl Fn(&'static str) -> Var) -> anyhow::Result<CacheSettings> {
+    let defaults = CacheSettings::default();
+    let cache = CacheSettings {
+        instance_lease: millis(get("SEQVEND_CACHE_LEASE_MS"), defaults.instance_lease)?,
+        renew_every: millis(get("SEQVEND_CACHE_RENEW_MS"), defaults.renew_every)?,
+        client_lease: millis(get("SEQVEND_CLIENT_LEASE_MS"), defaults.client_lease)?,
+    };
+    if cache.renew_every.is_zero() || cache.renew_every > cache.instance_lease * 45 / 100 {
+        bail!(
+            "SEQVEND_CACHE_RENEW_MS must be more than 0 and at most 45% of SEQVEND_CACHE_LEASE_MS"
+        );
+    }
+    if cache.client_lease < Duration::from_secs(1) {
+        bail!("SEQVEND_CLIENT_LEASE_MS must be at least 1000");
+    }
+    Ok(cache)
 }
 
 fn id_settings(get: &impl Fn(&'static str) -> Var) -> anyhow::Result<IdSettings> {

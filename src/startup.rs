@@ -9,10 +9,11 @@ use actix_web::middleware::from_fn;
 use actix_web::{web, App, HttpServer};
 
 use crate::auth::Tokens;
+use crate::cache::{self, InstanceCache};
 use crate::handlers;
 use crate::ids::{self, Clock, Snowflake, UuidV7s};
 use crate::metrics::Metrics;
-use crate::registry::FormatCache;
+use crate::registry::Catalog;
 use crate::request_log;
 use crate::settings::Settings;
 use crate::vend::Vender;
@@ -21,7 +22,9 @@ use crate::{db, migrate, watch};
 pub struct Application {
     port: u16,
     server: Server,
-    renewer: tokio::task::JoinHandle<()>,
+    cache: InstanceCache,
+    /// Background tasks that end with the server.
+    tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
 impl Application {
@@ -42,6 +45,16 @@ impl Application {
         migrate::run(&registry).await?;
         let metrics = Arc::new(Metrics::new());
         let vender = Vender::start(vend_pool.clone(), metrics.clone(), settings.vend.clone());
+        let catalog = Arc::new(Catalog::new(settings.vend.statement_deadline));
+        let cache = InstanceCache::new(
+            vender.clone(),
+            registry.clone(),
+            metrics.clone(),
+            settings.cache.clone(),
+            settings.vend.deadline,
+        );
+        let keeper = cache::spawn_keeper(cache.clone());
+        let notifications = cache::spawn_listener(registry.clone(), cache.clone(), catalog.clone());
         watch::spawn(registry.clone(), metrics.clone(), settings.watch.clone());
         let (snowflake, renewer) =
             start_snowflake(&registry, &metrics, settings, clock.clone()).await?;
@@ -53,7 +66,9 @@ impl Application {
             registry: web::Data::new(registry),
             vend_pool: web::Data::new(vend_pool),
             vender: web::Data::new(vender),
-            formats: web::Data::new(FormatCache::new(settings.vend.statement_deadline)),
+            catalog: web::Data::from(catalog),
+            cache: web::Data::new(cache.clone()),
+            cache_settings: web::Data::new(settings.cache.clone()),
             metrics: web::Data::from(metrics),
             snowflake: web::Data::from(snowflake),
             uuids: web::Data::new(uuids),
@@ -73,7 +88,8 @@ impl Application {
         Ok(Self {
             port,
             server,
-            renewer,
+            cache,
+            tasks: vec![renewer, keeper, notifications],
         })
     }
 
@@ -88,10 +104,21 @@ impl Application {
     /// Serves until stopped through `handle` (graceful: stop accepting, finish what is in
     /// flight). Signals do not stop it by themselves; `main` turns them into `handle` calls.
     /// The worker-id lease is renewed until then and left to expire after: a stopped instance
-    /// issues nothing, and its worker id frees up within a lease.
+    /// issues nothing, and its worker id frees up within a lease. Cached values are dropped
+    /// and their leases released, so retiring a sequence need not wait for them.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         let served = self.server.await;
-        self.renewer.abort();
+        for task in &self.tasks {
+            task.abort();
+        }
+        // Bounded: a database that cannot answer leaves the leases to expire unrenewed.
+        let release = self.cache.release_all();
+        if tokio::time::timeout(std::time::Duration::from_secs(5), release)
+            .await
+            .is_err()
+        {
+            tracing::warn!("could not release cached leases at shutdown; they expire unrenewed");
+        }
         served
     }
 }
@@ -123,7 +150,9 @@ struct AppState {
     registry: web::Data<sqlx::PgPool>,
     vend_pool: web::Data<crate::db::VendPool>,
     vender: web::Data<Vender>,
-    formats: web::Data<FormatCache>,
+    catalog: web::Data<Catalog>,
+    cache: web::Data<InstanceCache>,
+    cache_settings: web::Data<crate::settings::CacheSettings>,
     metrics: web::Data<Metrics>,
     snowflake: web::Data<Snowflake>,
     uuids: web::Data<UuidV7s>,
@@ -148,7 +177,9 @@ fn build_app(
         .app_data(state.registry.clone())
         .app_data(state.vend_pool.clone())
         .app_data(state.vender.clone())
-        .app_data(state.formats.clone())
+        .app_data(state.catalog.clone())
+        .app_data(state.cache.clone())
+        .app_data(state.cache_settings.clone())
         .app_data(state.metrics.clone())
         .app_data(state.snowflake.clone())
         .app_data(state.uuids.clone())

@@ -11,8 +11,10 @@
 
 mod engine;
 mod error;
+mod lease;
 mod statement;
 
 pub use engine::{Pending, Vender};
 pub use error::VendError;
+pub use lease::{Holder, Lease, Leased};
 pub use statement::Outcome;

@@ -1,7 +1,10 @@
 //! When a cache draws more, and how much.
 
 /// A sequence's cache policy: hold up to `size` values, and draw more when what is held
-/// drops below `max(rate × buffer_seconds, min)` (never above `size`).
+/// drops below `max(rate × buffer_seconds, min)`, but never above half of `size`: so every
+/// refill draws at least half a cache's worth. (A mark at `size` would refill after every
+/// value taken, one statement per handful of values; a rate whose buffer does not fit in
+/// half the cache calls for a larger `size`.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RefillRule {
     pub size: u64,
@@ -14,7 +17,12 @@ impl RefillRule {
     pub fn mark(&self, per_second: f64) -> u64 {
         let wanted = (per_second * self.buffer_seconds as f64).ceil();
         // `as` saturates: a huge rate gives u64::MAX, then the cap.
-        (wanted as u64).max(self.min).min(self.size)
+        (wanted as u64).max(self.min).min(self.size / 2)
+    }
+
+    /// True when the rate calls for more than the cache can buffer: `size` is too small.
+    pub fn undersized(&self, per_second: f64) -> bool {
+        per_second * self.buffer_seconds as f64 > (self.size / 2) as f64
     }
 
     pub fn needs_refill(&self, held: u64, per_second: f64) -> bool {
@@ -38,11 +46,13 @@ mod tests {
     };
 
     #[test]
-    fn the_mark_follows_the_rate_between_min_and_size() {
+    fn the_mark_follows_the_rate_between_min_and_half_the_size() {
         assert_eq!(RULE.mark(0.0), 100);
         assert_eq!(RULE.mark(50.0), 250);
-        assert_eq!(RULE.mark(10_000.0), 1000);
-        assert_eq!(RULE.mark(f64::INFINITY), 1000);
+        assert!(!RULE.undersized(100.0));
+        assert_eq!(RULE.mark(101.0), 500);
+        assert!(RULE.undersized(101.0));
+        assert_eq!(RULE.mark(f64::INFINITY), 500);
     }
 
     #[test]

@@ -9,7 +9,7 @@ use actix_web::{HttpResponse, ResponseError};
 use serde::Serialize;
 
 use crate::carriers::FormatError;
-use crate::domain::{NameError, RangeError};
+use crate::domain::{CachePolicyError, NameError, RangeError};
 
 /// Seconds a client should wait before retrying a 503.
 const RETRY_AFTER_SECONDS: &str = "1";
@@ -24,6 +24,8 @@ pub enum ApiError {
     InvalidRange(#[from] RangeError),
     #[error("{0}")]
     InvalidFormat(#[from] FormatError),
+    #[error("{0}")]
+    InvalidCachePolicy(#[from] CachePolicyError),
     #[error("a bearer token is required: send `Authorization: Bearer <token>`")]
     Unauthorized,
     #[error("this token may vend and read, not administer sequences")]
@@ -94,6 +96,7 @@ impl ApiError {
             Self::InvalidRequest(_) => "invalid_request",
             Self::InvalidRange(_) => "invalid_range",
             Self::InvalidFormat(_) => "invalid_format",
+            Self::InvalidCachePolicy(_) => "invalid_cache_policy",
             Self::Unauthorized => "unauthorized",
             Self::Forbidden => "forbidden",
             Self::NotFound(_) => "not_found",
@@ -125,7 +128,8 @@ impl ResponseError for ApiError {
             Self::InvalidName(_)
             | Self::InvalidRequest(_)
             | Self::InvalidRange(_)
-            | Self::InvalidFormat(_) => StatusCode::BAD_REQUEST,
+            | Self::InvalidFormat(_)
+            | Self::InvalidCachePolicy(_) => StatusCode::BAD_REQUEST,
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
             Self::Forbidden => StatusCode::FORBIDDEN,
             Self::NotFound(_) => StatusCode::NOT_FOUND,

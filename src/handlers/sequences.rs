@@ -1,4 +1,4 @@
-//! Registry endpoints: create, add a range, read, list, retire.
+//! Registry endpoints: create, add a range, read, list, change the cache policy, retire.
 
 use actix_web::{web, HttpResponse};
 use serde::Deserialize;
@@ -9,12 +9,12 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::error::ApiError;
 use super::error::ErrorBody;
+use super::RegistryDeadline;
 use crate::auth::{Admin, Reader};
 use crate::carriers::{Format, FormatError};
-use crate::domain::{RangeBounds, SequenceName, SequenceSpec};
-use crate::registry::{
-    self, FormatCache, Known, NewSequence, RangeView, SequencePage, SequenceView,
-};
+use crate::domain::{CachePolicy, RangeBounds, SequenceName, SequenceSpec};
+use crate::registry::{self, Catalog, Known, NewSequence, RangeView, SequencePage, SequenceView};
+use crate::settings::CacheSettings;
 
 const DEFAULT_PAGE: u32 = 100;
 const MAX_PAGE: u32 = 1000;
@@ -47,6 +47,44 @@ pub struct CreateSequenceBody {
     /// ontrac, canada_post (see the README). Every range must fit the serial's width.
     #[schema(value_type = Option<Object>)]
     format: Option<serde_json::Value>,
+    /// Absent (or `size` 0): strict, every value drawn on the request path.
+    cache: Option<CacheBody>,
+}
+
+/// A cache policy: each instance holds up to `size` values drawn ahead of need and draws more
+/// when it holds fewer than `max(rate × buffer_seconds, min)`. Faster, at the price of gaps
+/// (values cached by an instance that stops are never handed out); keep scarce carrier ranges
+/// strict.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CacheBody {
+    /// 0 (strict) to 100000.
+    #[schema(maximum = 100000)]
+    size: u64,
+    /// Seconds of use to keep in hand, 0–3600 (default 30).
+    #[schema(maximum = 3600)]
+    buffer_seconds: Option<u64>,
+    /// Refill below this many values whatever the rate; at most `size` (default `size`/5).
+    min: Option<u64>,
+}
+
+impl TryFrom<&CacheBody> for CachePolicy {
+    type Error = ApiError;
+
+    fn try_from(body: &CacheBody) -> Result<Self, ApiError> {
+        Ok(CachePolicy::parse(
+            body.size,
+            body.buffer_seconds,
+            body.min,
+        )?)
+    }
+}
+
+/// What `PATCH /sequences/{name}` may change.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateSequenceBody {
+    cache: CacheBody,
 }
 
 impl TryFrom<CreateSequenceBody> for NewSequence {
@@ -81,11 +119,16 @@ impl TryFrom<CreateSequenceBody> for NewSequence {
                 SequenceName::parse(&space)?
             }
         };
+        let cache = match &body.cache {
+            None => CachePolicy::STRICT,
+            Some(cache) => cache.try_into()?,
+        };
         Ok(NewSequence {
             name,
             namespace,
             spec,
             format,
+            cache,
         })
     }
 }
@@ -154,7 +197,7 @@ pub async fn create(
 pub async fn add_range(
     _: Admin,
     pool: web::Data<PgPool>,
-    formats: web::Data<FormatCache>,
+    catalog: web::Data<Catalog>,
     name: web::Path<String>,
     body: web::Json<AddRangeBody>,
 ) -> Result<HttpResponse, ApiError> {
@@ -162,8 +205,10 @@ pub async fn add_range(
     let bounds = RangeBounds::parse(&body.min, &body.max)?;
     // A format never changes, so checking before the registry's transaction is race-free.
     // No such sequence: `add_range` answers it.
-    if let Known::Sequence(Some(format)) = formats.lookup(&pool, &name).await? {
-        format.check_range(bounds.min(), bounds.max())?;
+    if let Known::Sequence(entry) = catalog.lookup(&pool, &name).await? {
+        if let Some(format) = &entry.format {
+            format.check_range(bounds.min(), bounds.max())?;
+        }
     }
     let range = registry::add_range(&pool, &name, bounds).await?;
     tracing::info!(sequence = %name, min = range.min, max = range.max, "range added");
@@ -223,24 +268,70 @@ pub async fn list(
 }
 
 #[utoipa::path(
+    patch, path = "/sequences/{name}", tag = "admin", request_body = UpdateSequenceBody,
+    params(("name" = String, Path, description = "Sequence name", pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")),
+    responses(
+        (status = 200, description = "Changed; every instance applies it within a round trip of the commit (at most the cache renewal interval if it missed the notification)", body = SequenceView),
+        (status = 400, description = "invalid_name, invalid_request or invalid_cache_policy", body = ErrorBody),
+        (status = 401, description = "unauthorized", body = ErrorBody),
+        (status = 403, description = "forbidden: not an admin token", body = ErrorBody),
+        (status = 404, description = "not_found", body = ErrorBody),
+        (status = 410, description = "sequence_retired", body = ErrorBody),
+        (status = 413, description = "payload_too_large", body = ErrorBody),
+        (status = 500, description = "internal", body = ErrorBody),
+        (status = 503, description = "unavailable", body = ErrorBody),
+    )
+)]
+pub async fn update(
+    _: Admin,
+    pool: web::Data<PgPool>,
+    name: web::Path<String>,
+    body: web::Json<UpdateSequenceBody>,
+) -> Result<HttpResponse, ApiError> {
+    let name = SequenceName::parse(&name)?;
+    let policy = CachePolicy::try_from(&body.cache)?;
+    let sequence = registry::set_cache_policy(&pool, &name, policy).await?;
+    tracing::info!(sequence = %name, cache = ?sequence.cache, "cache policy changed");
+    Ok(HttpResponse::Ok().json(sequence))
+}
+
+#[utoipa::path(
     delete, path = "/sequences/{name}", tag = "admin", params(("name" = String, Path, description = "Sequence name", pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")),
     responses(
-        (status = 200, description = "Retired (retiring again answers the same)", body = SequenceView),
+        (status = 200, description = "Retired (retiring again answers the same). Answered once no instance can hand out a cached value of it", body = SequenceView),
         (status = 400, description = "invalid_name", body = ErrorBody),
         (status = 401, description = "unauthorized", body = ErrorBody),
         (status = 403, description = "forbidden: not an admin token", body = ErrorBody),
         (status = 404, description = "not_found", body = ErrorBody),
         (status = 500, description = "internal", body = ErrorBody),
-        (status = 503, description = "unavailable", body = ErrorBody),
+        (status = 503, description = "unavailable: the database did not answer, or instances still hold cached values (DELETE again to wait for them)", body = ErrorBody),
     )
 )]
 pub async fn retire(
     _: Admin,
     pool: web::Data<PgPool>,
+    deadline: web::Data<RegistryDeadline>,
+    cache: web::Data<CacheSettings>,
     name: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let name = SequenceName::parse(&name)?;
-    let sequence = registry::retire_sequence(&pool, &name).await?;
+    let too_slow = || ApiError::Unavailable("the database did not answer in time");
+    let sequence = tokio::time::timeout(deadline.0, registry::retire_sequence(&pool, &name))
+        .await
+        .map_err(|_| too_slow())??;
+    // Instances release their leases when told; one that did not hear stops when its lease
+    // expires, which no wait here outlasts.
+    let patience = cache.instance_lease + deadline.0;
+    let waited = registry::await_instance_leases(&pool, &name, patience);
+    let released = tokio::time::timeout(patience + deadline.0, waited)
+        .await
+        .map_err(|_| too_slow())??;
+    if !released {
+        return Err(ApiError::Unavailable(
+            "the sequence is retired, but an instance may still hold cached values of it; \
+             DELETE again to wait for them",
+        ));
+    }
     tracing::info!(sequence = %name, "sequence retired");
     Ok(HttpResponse::Ok().json(sequence))
 }

@@ -6,9 +6,10 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::error::{ApiError, ErrorBody};
 use crate::auth::Reader;
+use crate::cache::InstanceCache;
 use crate::carriers::Format;
 use crate::domain::SequenceName;
-use crate::registry::{FormatCache, Known};
+use crate::registry::{Catalog, Known};
 use crate::vend::{Outcome, Vender};
 
 const MAX_COUNT: u64 = 10_000;
@@ -48,7 +49,7 @@ pub enum Vended<'a> {
 #[utoipa::path(
     post, path = "/sequences/{name}/next", tag = "vend", params(("name" = String, Path, description = "Sequence name", pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$"), NextQuery),
     responses(
-        (status = 200, description = "Values, durable before they are returned", body = Vended),
+        (status = 200, description = "Values, durable before they are returned (a cached sequence hands out values drawn durably ahead of need)", body = Vended),
         (status = 400, description = "invalid_name or invalid_request", body = ErrorBody),
         (status = 401, description = "unauthorized", body = ErrorBody),
         (status = 404, description = "not_found", body = ErrorBody),
@@ -62,7 +63,8 @@ pub async fn next(
     _: Reader,
     vender: web::Data<Vender>,
     pool: web::Data<sqlx::PgPool>,
-    formats: web::Data<FormatCache>,
+    catalog: web::Data<Catalog>,
+    cache: web::Data<InstanceCache>,
     name: web::Path<String>,
     query: web::Query<NextQuery>,
 ) -> Result<HttpResponse, ApiError> {
@@ -80,19 +82,29 @@ pub async fn next(
     // From memory after the first vend: no round trip on the hot path. Looked up before the
     // vend, so a registry that cannot answer costs no values, and a name the registry does
     // not know costs no vend statement.
-    let format = match formats.lookup(&pool, &name).await? {
-        Known::Sequence(format) => format,
+    let entry = match catalog.lookup(&pool, &name).await? {
+        Known::Sequence(entry) => entry,
         Known::NoSuchSequence => return Err(ApiError::sequence_not_found(name.as_str())),
     };
-    let values = match vender.vend(name.clone(), wanted).await? {
+    // A cached sequence is served from this instance's memory; a batch larger than the cache
+    // holds is drawn like a strict one.
+    let cached = !entry.cache.is_strict() && u64::from(wanted) <= entry.cache.rule().size;
+    let outcome = if cached {
+        cache.take(&name, entry.cache, wanted).await?
+    } else {
+        vender.vend(name.clone(), wanted).await?
+    };
+    let values = match outcome {
         Outcome::Values(values) => values,
         Outcome::Exhausted => return Err(ApiError::SequenceExhausted(name.to_string())),
         Outcome::Retired => return Err(ApiError::SequenceRetired(name.to_string())),
         Outcome::NotFound => return Err(ApiError::sequence_not_found(name.as_str())),
         Outcome::Failed(reason) => return Err(ApiError::SequenceFailed(name.to_string(), reason)),
     };
-    let formatted = format
-        .map(|format| print(&format, &name, &values))
+    let formatted = entry
+        .format
+        .as_ref()
+        .map(|format| print(format, &name, &values))
         .transpose()?;
     let sequence = name.as_str();
     let exhausted = values.len() < wanted as usize;

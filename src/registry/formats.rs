@@ -1,28 +1,34 @@
-//! The registry's side of carrier numbers: a sequence's format, and whether seqvend handed
-//! out a given serial from a sequence of a given format.
+//! The registry's side of the vend path: what the catalog keeps of a sequence (its format and
+//! cache policy), and whether seqvend handed out a given serial from a sequence of a given
+//! format.
 
 use sqlx::PgPool;
 
 use super::views::{read_format, stored_format};
 use super::RegistryError;
 use crate::carriers::{Format, Origin};
-use crate::domain::SequenceName;
+use crate::domain::{CachePolicy, SequenceName};
 
-/// `Some(format)` of an existing sequence (`None` inside for a plain one); `None` when no
+/// An existing sequence's format (`None` for a plain one) and cache policy; `None` when no
 /// sequence has the name.
-pub async fn format_of(
+pub async fn catalog_entry(
     pool: &PgPool,
     name: &SequenceName,
-) -> Result<Option<Option<Format>>, RegistryError> {
-    let row = sqlx::query_scalar!(
-        "SELECT format::text FROM seqvend.sequences WHERE name = $1",
+) -> Result<Option<(Option<Format>, CachePolicy)>, RegistryError> {
+    let row = sqlx::query!(
+        "SELECT format::text, cache_size, cache_buffer_seconds, cache_min
+           FROM seqvend.sequences WHERE name = $1",
         name.as_str()
     )
     .fetch_optional(pool)
     .await
     .map_err(RegistryError::from_db)?;
-    row.map(|stored| stored.as_deref().map(read_format).transpose())
-        .transpose()
+    row.map(|row| {
+        let format = row.format.as_deref().map(read_format).transpose()?;
+        let cache = CachePolicy::from_db(row.cache_size, row.cache_buffer_seconds, row.cache_min);
+        Ok((format, cache))
+    })
+    .transpose()
 }
 
 /// A sequence that vended a value, and the value.

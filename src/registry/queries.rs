@@ -7,6 +7,7 @@
 
 use sqlx::{PgPool, Postgres, Transaction};
 
+use super::cache::{announce, ChangeKind};
 use super::views::{
     fold_rows, stored_format, RangeView, SequencePage, SequenceRecord, SequenceRow, SequenceView,
 };
@@ -14,7 +15,8 @@ use super::RegistryError;
 use crate::carriers::Format;
 use crate::ddl;
 use crate::domain::{
-    Increment, RangeBounds, RangeState, RangeStatus, SequenceName, SequenceSpec, SequenceStatus,
+    CachePolicy, Increment, RangeBounds, RangeState, RangeStatus, SequenceName, SequenceSpec,
+    SequenceStatus,
 };
 
 /// Advisory lock class for a sequence (see the vend migration).
@@ -28,6 +30,7 @@ pub async fn get_sequence(
         SequenceRow,
         r#"SELECT s.id, s.name, s.namespace, s.increment, s.status, s.format::text AS format,
                   s.created_at, s.updated_at,
+                  s.cache_size, s.cache_buffer_seconds, s.cache_min,
                   r.min_value AS "min_value?", r.max_value AS "max_value?",
                   r.start_value AS "start_value?", r.status AS "range_status?",
                   r.pg_sequence::text AS "pg_sequence?",
@@ -57,6 +60,7 @@ pub async fn list_sequences(
         SequenceRow,
         r#"SELECT s.id, s.name, s.namespace, s.increment, s.status, s.format::text AS format,
                   s.created_at, s.updated_at,
+                  s.cache_size, s.cache_buffer_seconds, s.cache_min,
                   r.min_value AS "min_value?", r.max_value AS "max_value?",
                   r.start_value AS "start_value?", r.status AS "range_status?",
                   r.pg_sequence::text AS "pg_sequence?",
@@ -96,6 +100,7 @@ pub async fn live_sequences(
         SequenceRow,
         r#"SELECT s.id, s.name, s.namespace, s.increment, s.status, s.format::text AS format,
                   s.created_at, s.updated_at,
+                  s.cache_size, s.cache_buffer_seconds, s.cache_min,
                   r.min_value AS "min_value?", r.max_value AS "max_value?",
                   r.start_value AS "start_value?", r.status AS "range_status?",
                   r.pg_sequence::text AS "pg_sequence?",
@@ -120,6 +125,7 @@ pub struct NewSequence {
     pub spec: SequenceSpec,
     /// Checked against the spec's bounds by whoever built this.
     pub format: Option<Format>,
+    pub cache: CachePolicy,
 }
 
 pub async fn create_sequence(
@@ -127,14 +133,19 @@ pub async fn create_sequence(
     new: NewSequence,
 ) -> Result<SequenceView, RegistryError> {
     let mut tx = pool.begin().await.map_err(RegistryError::from_db)?;
+    let cache = new.cache.rule();
     let sequence_id = sqlx::query_scalar!(
-        "INSERT INTO seqvend.sequences (name, namespace, increment, format)
-         VALUES ($1, $2, $3, $4::text::jsonb)
+        "INSERT INTO seqvend.sequences
+             (name, namespace, increment, format, cache_size, cache_buffer_seconds, cache_min)
+         VALUES ($1, $2, $3, $4::text::jsonb, $5, $6, $7)
          RETURNING id",
         new.name.as_str(),
         new.namespace.as_str(),
         new.spec.increment.get(),
-        new.format.as_ref().map(stored_format) as Option<String>
+        new.format.as_ref().map(stored_format) as Option<String>,
+        cache.size as i64,
+        cache.buffer_seconds as i32,
+        cache.min as i64
     )
     .fetch_one(&mut *tx)
     .await
@@ -226,22 +237,23 @@ pub async fn retire_sequence(
         .await
         .map_err(RegistryError::from_db)?;
         record_event(&mut tx, sequence.id, None, "retired").await?;
+        announce(&mut tx, name, ChangeKind::Retired).await?;
     }
     tx.commit().await.map_err(RegistryError::from_db)?;
     get_sequence(pool, name).await
 }
 
-struct LockedSequence {
-    id: i32,
-    namespace: String,
-    increment: i64,
-    status: String,
+pub(super) struct LockedSequence {
+    pub(super) id: i32,
+    pub(super) namespace: String,
+    pub(super) increment: i64,
+    pub(super) status: String,
 }
 
 /// Takes the sequence's advisory lock exclusively (waiting for vends in flight to commit),
 /// then reads it under a row lock. The advisory lock comes first: a vend holding it shared may
 /// need the row to mark the sequence exhausted.
-async fn lock_sequence(
+pub(super) async fn lock_sequence(
     tx: &mut Transaction<'_, Postgres>,
     name: &SequenceName,
 ) -> Result<LockedSequence, RegistryError> {
@@ -317,7 +329,7 @@ async fn insert_range(
     Ok(range_id)
 }
 
-async fn record_event(
+pub(super) async fn record_event(
     tx: &mut Transaction<'_, Postgres>,
     sequence_id: i32,
     range_id: Option<i32>,

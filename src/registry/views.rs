@@ -7,7 +7,7 @@ use utoipa::ToSchema;
 
 use super::RegistryError;
 use crate::carriers::Format;
-use crate::domain::{RangeState, RangeStatus, SequenceStatus};
+use crate::domain::{CachePolicy, RangeState, RangeStatus, SequenceStatus};
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct SequenceView {
@@ -20,12 +20,34 @@ pub struct SequenceView {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     pub format: Option<Format>,
+    pub cache: CacheView,
     /// Values still to vend across the active and pending ranges (may exceed 2^63).
     #[schema(value_type = u64)]
     pub remaining: u128,
     pub ranges: Vec<RangeView>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+}
+
+/// How instances cache the sequence: `size` 0 is strict (every value drawn on the request
+/// path); otherwise each instance holds up to `size` values and draws more when it holds fewer
+/// than `max(rate × buffer_seconds, min)`.
+#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
+pub struct CacheView {
+    pub size: u64,
+    pub buffer_seconds: u64,
+    pub min: u64,
+}
+
+impl From<CachePolicy> for CacheView {
+    fn from(policy: CachePolicy) -> Self {
+        let rule = policy.rule();
+        Self {
+            size: rule.size,
+            buffer_seconds: rule.buffer_seconds,
+            min: rule.min,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -73,6 +95,9 @@ pub(super) struct SequenceRow {
     pub(super) format: Option<String>,
     pub(super) created_at: DateTime<Utc>,
     pub(super) updated_at: DateTime<Utc>,
+    pub(super) cache_size: i64,
+    pub(super) cache_buffer_seconds: i32,
+    pub(super) cache_min: i64,
     pub(super) min_value: Option<i64>,
     pub(super) max_value: Option<i64>,
     pub(super) start_value: Option<i64>,
@@ -122,6 +147,12 @@ pub(super) fn fold_rows(rows: Vec<SequenceRow>) -> Result<Vec<SequenceRecord>, R
                 increment: row.increment,
                 status: SequenceStatus::from_db(&row.status),
                 format: row.format.as_deref().map(read_format).transpose()?,
+                cache: CachePolicy::from_db(
+                    row.cache_size,
+                    row.cache_buffer_seconds,
+                    row.cache_min,
+                )
+                .into(),
                 remaining: 0,
                 ranges: Vec::new(),
                 created_at: row.created_at,

@@ -8,6 +8,7 @@ use std::time::Duration;
 use crate::db::VendPool as Pool;
 use tokio::sync::{mpsc, oneshot, Semaphore};
 
+use super::lease::{self, Holder, Leased};
 use super::statement::{self, Ask, Outcome};
 use super::VendError;
 use crate::domain::SequenceName;
@@ -32,6 +33,8 @@ struct Inner {
     metrics: Arc<Metrics>,
     settings: VendSettings,
     mode: Mode,
+    /// Bounds the lease statements waiting for a connection, as `queue_bound` does vends.
+    leases: Arc<Semaphore>,
 }
 
 enum Mode {
@@ -68,13 +71,44 @@ impl Vender {
                 queue: Arc::new(Semaphore::new(settings.queue_bound)),
             }
         };
+        let leases = Arc::new(Semaphore::new(settings.queue_bound));
         Self {
             inner: Arc::new(Inner {
                 pool,
                 metrics,
                 settings,
                 mode,
+                leases,
             }),
+        }
+    }
+
+    /// Draws `count` values of `name` as one lease for `holder`, lasting `ttl`. The statement
+    /// runs on a task of its own, so a caller that gives up never cancels it half-way; its
+    /// values are then never handed out.
+    pub async fn lease(
+        &self,
+        name: SequenceName,
+        count: u32,
+        holder: Holder,
+        ttl: Duration,
+    ) -> Result<Leased, VendError> {
+        let inner = &self.inner;
+        let Ok(permit) = inner.leases.clone().try_acquire_owned() else {
+            return Err(inner.reject());
+        };
+        let (pool, metrics) = (inner.pool.clone(), inner.metrics.clone());
+        let deadline = inner.settings.statement_deadline;
+        let statement = tokio::spawn(async move {
+            let leased = lease::lease(&pool, &metrics, &name, count, &holder, ttl, deadline).await;
+            drop(permit);
+            leased
+        });
+        match tokio::time::timeout(inner.settings.deadline, statement).await {
+            Ok(Ok(Ok(leased))) => Ok(leased),
+            Ok(Ok(Err(err))) => Err(VendError::judge_failed_statement(&err)()),
+            Ok(Err(_)) => Err(VendError::Internal(anyhow::anyhow!("lease task stopped"))),
+            Err(_) => Err(VendError::NoAnswerInTime),
         }
     }
 

@@ -2,8 +2,11 @@
 
 use std::time::{Duration, Instant};
 
-use crate::db::{VendConnection, VendPool as Pool};
 use anyhow::Context;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::Row;
+
+use crate::db::{VendConnection, VendPool as Pool};
 
 use crate::domain::SequenceName;
 use crate::metrics::Metrics;
@@ -30,10 +33,8 @@ pub struct Ask<'a> {
     pub count: u32,
 }
 
-/// Serves `asks` with one statement; the outcomes come back in the same order. The values
-/// are durable when this returns: the statement's commit waited for their WAL flush (and for
-/// the synchronous standby, if there is one). A statement not answered within `deadline` is
-/// abandoned with its connection: its values, if it drew any, are never handed out.
+/// Serves `asks` with one statement; the outcomes come back in the same order, durable (see
+/// `run_durably`).
 pub async fn vend(
     pool: &Pool,
     metrics: &Metrics,
@@ -42,27 +43,8 @@ pub async fn vend(
 ) -> anyhow::Result<Vec<Outcome>> {
     let names: Vec<&str> = asks.iter().map(|a| a.name.as_str()).collect();
     let counts: Vec<i32> = asks.iter().map(|a| a.count as i32).collect();
-    let client = pool.get().await.context("getting a vend connection")?;
     let started = Instant::now();
-    let rows = match tokio::time::timeout(deadline, run(&client, &names, &counts)).await {
-        Ok(rows) => rows?,
-        Err(elapsed) => {
-            // Never a cancel request: cancelling a commit's wait for the synchronous standby
-            // would leave it committed locally only. Closing the connection leaves nothing
-            // waiting behind the statement.
-            crate::db::discard(client);
-            return Err(anyhow::Error::new(elapsed).context(format!(
-                "the vend statement did not answer within {deadline:?}"
-            )));
-        }
-    };
-    if client.commit_unconfirmed() {
-        // Committed here but perhaps not on the standby a failover would promote: handing
-        // these values out could hand them out twice. They become a gap.
-        return Err(anyhow::Error::new(std::io::Error::other(
-            "the commit's wait for the synchronous standby was cancelled: values withheld",
-        )));
-    }
+    let rows = run_durably(pool, VEND_SQL, &[&names, &counts], deadline).await?;
     metrics
         .vend_statement_seconds
         .observe(started.elapsed().as_secs_f64());
@@ -127,17 +109,49 @@ fn hand_out(values: Vec<i64>, counts: &[u32]) -> Vec<Outcome> {
         .collect()
 }
 
-async fn run(
+/// Runs `sql` on a vend connection and returns its rows once its commit is durable: flushed
+/// here and confirmed by the synchronous standby, if there is one. A statement not answered
+/// within `deadline` is abandoned with its connection: whatever it drew is never handed out.
+pub(super) async fn run_durably(
+    pool: &Pool,
+    sql: &str,
+    params: &[&(dyn ToSql + Sync)],
+    deadline: Duration,
+) -> anyhow::Result<Vec<Row>> {
+    let client = pool.get().await.context("getting a vend connection")?;
+    let rows = match tokio::time::timeout(deadline, query(&client, sql, params)).await {
+        Ok(rows) => rows?,
+        Err(elapsed) => {
+            // Never a cancel request: cancelling a commit's wait for the synchronous standby
+            // would leave it committed locally only. Closing the connection leaves nothing
+            // waiting behind the statement.
+            crate::db::discard(client);
+            return Err(anyhow::Error::new(elapsed).context(format!(
+                "the vend statement did not answer within {deadline:?}"
+            )));
+        }
+    };
+    if client.commit_unconfirmed() {
+        // Committed here but perhaps not on the standby a failover would promote: handing
+        // these values out could hand them out twice. They become a gap.
+        return Err(anyhow::Error::new(std::io::Error::other(
+            "the commit's wait for the synchronous standby was cancelled: values withheld",
+        )));
+    }
+    Ok(rows)
+}
+
+async fn query(
     client: &VendConnection,
-    names: &[&str],
-    counts: &[i32],
-) -> anyhow::Result<Vec<tokio_postgres::Row>> {
+    sql: &str,
+    params: &[&(dyn ToSql + Sync)],
+) -> anyhow::Result<Vec<Row>> {
     let statement = client
-        .prepare_cached(VEND_SQL)
+        .prepare_cached(sql)
         .await
         .context("preparing the vend statement")?;
     client
-        .query(&statement, &[&names, &counts])
+        .query(&statement, params)
         .await
         .context("running the vend statement")
 }

@@ -13,7 +13,7 @@ use crate::helpers::*;
 
 /// Vends from `name` through `apps` with `clients` concurrent clients each until the
 /// sequence is exhausted. `batch(i)` is the count for a client's i-th request (None: single).
-async fn drain(
+pub async fn drain(
     apps: &[Arc<TestApp>],
     clients: usize,
     name: &str,

@@ -180,9 +180,9 @@ async fn unknown_sequences_and_routes_are_404_and_wrong_methods_405() {
     wrong.assert_error(405, "method_not_allowed");
     assert_eq!(wrong.headers["allow"], "POST");
     let wrong = app
-        .request(Method::PATCH, "/sequences/x", Some(ADMIN_TOKEN), None)
+        .request(Method::PUT, "/sequences/x", Some(ADMIN_TOKEN), None)
         .await;
-    assert_eq!(wrong.headers["allow"], "GET, DELETE");
+    assert_eq!(wrong.headers["allow"], "GET, PATCH, DELETE");
 }
 
 #[tokio::test(flavor = "multi_thread")]

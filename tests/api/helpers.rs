@@ -11,7 +11,9 @@ use reqwest::{Method, StatusCode};
 use seqvend::auth::Tokens;
 use seqvend::ids::Clock;
 use seqvend::local_pg::{LocalCluster, Shutdown};
-use seqvend::settings::{DatabaseSettings, IdSettings, Settings, VendSettings, WatchSettings};
+use seqvend::settings::{
+    CacheSettings, DatabaseSettings, IdSettings, Settings, VendSettings, WatchSettings,
+};
 use seqvend::startup::Application;
 use serde_json::{json, Value};
 
@@ -54,6 +56,7 @@ pub fn test_settings() -> Settings {
         vend: patient_vend_settings(),
         watch: WatchSettings::default(),
         ids: IdSettings::default(),
+        cache: CacheSettings::default(),
     }
 }
 

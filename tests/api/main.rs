@@ -1,6 +1,7 @@
 //! seqvend's integration tests: real HTTP against real PostgreSQL clusters.
 
 mod by_hand;
+mod caching;
 #[path = "../common/carrier_vectors.rs"]
 mod carrier_vectors;
 mod coalescing;
@@ -11,6 +12,7 @@ mod errors;
 mod formats;
 mod helpers;
 mod ids;
+mod leases;
 mod names;
 mod observability;
 mod outage;

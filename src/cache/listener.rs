@@ -1,0 +1,79 @@
+//! Hears of changes to cached sequences as they commit (LISTEN on the registry's channel), so
+//! a PATCH reaches this instance within a round trip and a retirement's DELETE need not wait
+//! for lease expiries. A lost connection is re-opened, and everything that may have been
+//! missed meanwhile is re-read; the keeper re-reads it periodically too.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use sqlx::postgres::PgListener;
+use sqlx::PgPool;
+
+use super::reservoir::Closed;
+use super::InstanceCache;
+use crate::domain::SequenceName;
+use crate::registry::{Catalog, Change, ChangeKind, Known, CHANGES_CHANNEL};
+
+pub fn spawn(
+    registry: PgPool,
+    cache: InstanceCache,
+    catalog: Arc<Catalog>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            if let Err(err) = listen(&registry, &cache, &catalog).await {
+                tracing::warn!(error = %err, "lost the cache-change notifications; reconnecting");
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    })
+}
+
+async fn listen(
+    registry: &PgPool,
+    cache: &InstanceCache,
+    catalog: &Catalog,
+) -> Result<(), sqlx::Error> {
+    let mut listener = PgListener::connect_with(registry).await?;
+    listener.listen(CHANGES_CHANNEL).await?;
+    catch_up(cache, catalog).await;
+    loop {
+        match listener.try_recv().await? {
+            Some(notification) => match serde_json::from_str::<Change>(notification.payload()) {
+                Ok(change) => apply(registry, cache, catalog, change).await,
+                Err(err) => {
+                    tracing::warn!(error = %err, payload = notification.payload(), "unreadable cache change")
+                }
+            },
+            // The connection was lost and is re-opened by the next call: catch up.
+            None => catch_up(cache, catalog).await,
+        }
+    }
+}
+
+async fn catch_up(cache: &InstanceCache, catalog: &Catalog) {
+    catalog.forget_all();
+    if let Err(err) = cache.resync().await {
+        tracing::debug!(error = %err, "could not re-read the cache policies");
+    }
+}
+
+async fn apply(registry: &PgPool, cache: &InstanceCache, catalog: &Catalog, change: Change) {
+    catalog.forget(&change.sequence);
+    match change.kind {
+        ChangeKind::Retired => cache.evict(&change.sequence, Closed::Retired).await,
+        ChangeKind::Policy => {
+            let Ok(name) = SequenceName::parse(&change.sequence) else {
+                return;
+            };
+            match catalog.lookup(registry, &name).await {
+                Ok(Known::Sequence(entry)) if !entry.cache.is_strict() => {
+                    cache.update_policy(name.as_str(), entry.cache)
+                }
+                Ok(_) => cache.evict(name.as_str(), Closed::Replaced).await,
+                // The keeper's next resync applies it.
+                Err(err) => tracing::debug!(error = %err, "could not read a changed policy"),
+            }
+        }
+    }
+}

@@ -1,0 +1,249 @@
+//! This instance's cache of cached sequences (those with a cache policy): values drawn
+//! durably in leased blocks ahead of need, handed out from memory, refilled in the background
+//! before they run out. Strict sequences never come here.
+//!
+//! Never twice: every cached value was drawn by a vend statement and leased to this instance
+//! alone. Never after retirement: a block is handed out only while its lease is trusted (a
+//! tenth short of its expiry, by this instance's clock from before the lease was asked for);
+//! on a retirement or a policy change the reservoir closes first and its leases are released
+//! after, and DELETE waits for those releases (or the expiries). Gaps are the price: values
+//! cached when an instance stops or crashes are never handed out.
+
+mod keeper;
+mod listener;
+mod reservoir;
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use sqlx::PgPool;
+
+pub use keeper::spawn as spawn_keeper;
+pub use listener::spawn as spawn_listener;
+use reservoir::{Closed, RefillEnd, Reservoir, Step};
+
+use crate::domain::{CachePolicy, SequenceName, MAX_CACHE_SIZE};
+use crate::metrics::Metrics;
+use crate::settings::CacheSettings;
+use crate::vend::{Holder, Leased, Outcome, VendError, Vender};
+
+#[derive(Clone)]
+pub struct InstanceCache {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    holder: Holder,
+    holder_name: Arc<str>,
+    vender: Vender,
+    registry: PgPool,
+    metrics: Arc<Metrics>,
+    settings: CacheSettings,
+    /// How long a request may wait for a refill.
+    patience: Duration,
+    reservoirs: RwLock<HashMap<String, Arc<Reservoir>>>,
+}
+
+impl InstanceCache {
+    pub fn new(
+        vender: Vender,
+        registry: PgPool,
+        metrics: Arc<Metrics>,
+        settings: CacheSettings,
+        patience: Duration,
+    ) -> Self {
+        let holder_name: Arc<str> = format!("instance:{}", uuid::Uuid::new_v4()).into();
+        Self {
+            shared: Arc::new(Shared {
+                holder: Holder::Instance(holder_name.clone()),
+                holder_name,
+                vender,
+                registry,
+                metrics,
+                settings,
+                patience,
+                reservoirs: RwLock::new(HashMap::new()),
+            }),
+        }
+    }
+
+    /// Takes `count` values of a cached sequence: from memory when enough are held, otherwise
+    /// after the refill under way (waiting at most the vend deadline).
+    pub async fn take(
+        &self,
+        name: &SequenceName,
+        policy: CachePolicy,
+        count: u32,
+    ) -> Result<Outcome, VendError> {
+        let shared = &self.shared;
+        let give_up = tokio::time::Instant::now() + shared.patience;
+        // A reservoir closed for a new policy is replaced: go on with its successor.
+        'reservoirs: loop {
+            let reservoir = self.reservoir(name, policy);
+            let mut seen = None;
+            loop {
+                let taken = reservoir.take(u64::from(count), seen, Instant::now());
+                if taken.discarded > 0 {
+                    shared.metrics.cache_discarded.inc_by(taken.discarded);
+                }
+                if taken.start_refill {
+                    self.spawn_refill(name.clone(), reservoir.clone());
+                }
+                let ended = match taken.step {
+                    Step::Served(values) => {
+                        self.count_served(name, values.len(), seen.is_some());
+                        return Ok(Outcome::Values(values));
+                    }
+                    Step::Answer(outcome) => return Ok(outcome),
+                    Step::Unavailable => return Err(VendError::Unavailable),
+                    Step::Closed(Closed::Retired) => return Ok(Outcome::Retired),
+                    Step::Closed(Closed::Replaced) => continue 'reservoirs,
+                    Step::Wait { ended, generation } => {
+                        seen = Some(generation);
+                        ended
+                    }
+                };
+                if tokio::time::timeout_at(give_up, ended).await.is_err() {
+                    return Err(VendError::NoAnswerInTime);
+                }
+            }
+        }
+    }
+
+    fn count_served(&self, name: &SequenceName, values: usize, waited: bool) {
+        let metrics = &self.shared.metrics;
+        match waited {
+            false => metrics.cache_hits.inc(),
+            true => metrics.cache_waits.inc(),
+        }
+        metrics
+            .values_vended
+            .with_label_values(&[name.as_str()])
+            .inc_by(values as u64);
+    }
+
+    /// Values this instance holds for `name` (0 if it caches none).
+    pub fn held(&self, name: &str) -> u64 {
+        self.read().get(name).map_or(0, |r| r.held())
+    }
+
+    /// The sequence was retired or its policy changed: hand out nothing more of it, then
+    /// release its leases so that a retirement need not wait for their expiry.
+    async fn evict(&self, name: &str, why: Closed) {
+        let removed = self
+            .shared
+            .reservoirs
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(name);
+        if let Some(reservoir) = removed {
+            self.shared
+                .metrics
+                .cache_discarded
+                .inc_by(reservoir.close(why));
+        }
+        if let Err(err) =
+            keeper::release_sequence(&self.shared.registry, &self.shared.holder_name, name).await
+        {
+            tracing::warn!(sequence = name, error = %err, "could not release cached leases; they expire unrenewed");
+        }
+    }
+
+    /// A sequence's policy changed but it stays cached: refill by the new rule.
+    fn update_policy(&self, name: &str, policy: CachePolicy) {
+        if let Some(reservoir) = self.read().get(name) {
+            reservoir.set_rule(policy.rule());
+        }
+    }
+
+    /// Stops handing out anything and releases every lease of this instance (at shutdown).
+    pub async fn release_all(&self) {
+        let all: Vec<Arc<Reservoir>> = self
+            .shared
+            .reservoirs
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain()
+            .map(|(_, r)| r)
+            .collect();
+        for reservoir in all {
+            self.shared
+                .metrics
+                .cache_discarded
+                .inc_by(reservoir.close(Closed::Replaced));
+        }
+        if let Err(err) = keeper::release_all(&self.shared.registry, &self.shared.holder_name).await
+        {
+            tracing::warn!(error = %err, "could not release cached leases at shutdown; they expire unrenewed");
+        }
+    }
+
+    fn reservoir(&self, name: &SequenceName, policy: CachePolicy) -> Arc<Reservoir> {
+        if let Some(reservoir) = self.read().get(name.as_str()) {
+            return reservoir.clone();
+        }
+        let mut reservoirs = self
+            .shared
+            .reservoirs
+            .write()
+            .unwrap_or_else(|p| p.into_inner());
+        reservoirs
+            .entry(name.as_str().to_owned())
+            .or_insert_with(|| Arc::new(Reservoir::new(policy.rule(), Instant::now())))
+            .clone()
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<String, Arc<Reservoir>>> {
+        self.shared
+            .reservoirs
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn spawn_refill(&self, name: SequenceName, reservoir: Arc<Reservoir>) {
+        let cache = self.clone();
+        tokio::spawn(async move { cache.refill(name, reservoir).await });
+    }
+
+    /// One refill: a lease of what the reservoir lacks, kept if the reservoir is still open.
+    async fn refill(&self, name: SequenceName, reservoir: Arc<Reservoir>) {
+        let shared = &self.shared;
+        let Some(size) = reservoir.refill_size() else {
+            reservoir.end_refill(RefillEnd::Answered(Outcome::Retired), None);
+            return;
+        };
+        let count = size.min(MAX_CACHE_SIZE) as u32;
+        let ttl = shared.settings.instance_lease;
+        let leased = shared
+            .vender
+            .lease(name.clone(), count, shared.holder.clone(), ttl)
+            .await;
+        let (end, lease, label) = match leased {
+            Ok(Leased::Granted(lease)) => (
+                RefillEnd::Granted {
+                    clipped: lease.clipped,
+                },
+                Some((lease, shared.settings.fenced_lease())),
+                "granted",
+            ),
+            Ok(Leased::Exhausted) => (RefillEnd::Answered(Outcome::Exhausted), None, "exhausted"),
+            Ok(Leased::Retired) => (RefillEnd::Answered(Outcome::Retired), None, "retired"),
+            Ok(Leased::NotFound) => (RefillEnd::Answered(Outcome::NotFound), None, "not_found"),
+            Ok(Leased::Failed(reason)) => {
+                (RefillEnd::Answered(Outcome::Failed(reason)), None, "failed")
+            }
+            Err(_) => (RefillEnd::Unavailable, None, "unavailable"),
+        };
+        let rejected = reservoir.end_refill(end, lease);
+        // Counted once the values are in hand.
+        let refills = &shared.metrics.cache_refills;
+        refills.with_label_values(&[label]).inc();
+        if let Some(rejected) = rejected {
+            shared.metrics.cache_discarded.inc_by(rejected.count);
+            if let Err(err) = keeper::release_lease(&shared.registry, rejected.id).await {
+                tracing::warn!(sequence = name.as_str(), error = %err, "could not release a lease; it expires unrenewed");
+            }
+        }
+    }
+}
