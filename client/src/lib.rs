@@ -35,8 +35,8 @@
 //! service's suggested policy (or, for a strict sequence, [`STRICT_DEFAULT`]: 10,000 values,
 //! 120 s), the client holds `buffer = max(suggested, 120 s)` of use, at most half a lease's
 //! life; its size is `max(suggested size, 2 × rate × buffer)`, capped at 1,000,000; a
-//! refill starts below [`RefillRule::mark`] (never above three quarters of the size, so a
-//! refill never trickles) and tops up in leases of at most 100,000. Values in blocks that
+//! refill starts below [`RefillRule::mark`] (at most half the size, so a refill never
+//! trickles) and tops up in leases of at most 100,000. Values in blocks that
 //! expire within the buffer do not count as held. At 1,000 ids/s the default holds
 //! 120,000–240,000 values: a 60 s outage of the service causes no wait.
 //!

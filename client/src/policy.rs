@@ -126,17 +126,12 @@ impl Planner {
         }
     }
 
-    /// Below this many values held, a refill starts. Never above three quarters of the
-    /// size, so a refill always draws at least a quarter of it, never a trickle.
-    pub fn mark(&self, rule: &RefillRule, rate: f64) -> u64 {
-        rule.mark(rate).min(rule.size - rule.size / 4)
-    }
-
     /// How many values to lease now, holding `held` at `rate`, with at least `floor` wanted
-    /// (a prefetch); `None` while enough is held.
+    /// (a prefetch); `None` while enough is held. The rule's mark is at most half its size,
+    /// so a refill never draws a trickle.
     pub fn lease_count(&self, held: u64, rate: f64, floor: u64) -> Option<u64> {
         let rule = self.rule(rate);
-        let needed = held == 0 || held < self.mark(&rule, rate).max(floor);
+        let needed = rule.needs_refill(held, rate) || held < floor;
         needed.then(|| {
             let top_up = rule.top_up(held).max(floor.saturating_sub(held));
             top_up.clamp(1, MAX_LEASE)
@@ -191,8 +186,7 @@ mod tests {
     #[test]
     fn at_1k_ids_per_second_what_is_held_at_the_mark_outlasts_a_60_second_outage() {
         let planner = suggesting(0, 0, 0);
-        let rule = planner.rule(1000.0);
-        let mark = planner.mark(&rule, 1000.0);
+        let mark = planner.rule(1000.0).mark(1000.0);
         assert!(mark >= 60_000 * 2, "mark {mark}");
         assert_eq!(planner.lease_count(mark, 1000.0, 0), None);
         assert!(planner.lease_count(mark - 1, 1000.0, 0).is_some());
@@ -208,12 +202,11 @@ mod tests {
     }
 
     #[test]
-    fn a_refill_draws_at_least_a_quarter_of_the_size_and_at_most_one_lease() {
+    fn a_refill_draws_at_least_half_the_size_and_at_most_one_lease() {
         let planner = suggesting(1000, 120, 1000);
-        let rule = planner.rule(0.0);
-        assert_eq!(planner.mark(&rule, 0.0), 750);
-        assert_eq!(planner.lease_count(750, 0.0, 0), None);
-        assert_eq!(planner.lease_count(749, 0.0, 0), Some(251));
+        assert_eq!(planner.rule(0.0).mark(0.0), 500);
+        assert_eq!(planner.lease_count(500, 0.0, 0), None);
+        assert_eq!(planner.lease_count(499, 0.0, 0), Some(501));
         let busy = suggesting(0, 0, 0);
         assert_eq!(busy.lease_count(0, 10_000.0, 0), Some(MAX_LEASE));
     }
