@@ -20,14 +20,19 @@
 //! - **Per-process monotonic**: values leave in the order the service vended them. Blocks
 //!   are queued in lease order (one lease in flight per sequence), and within a block each
 //!   taker claims the next index; a value taken after another is later in vend order.
-//! - **Expiry honoured**: no value is handed out after its lease's deadline, counted from
-//!   the moment *before* the lease request left (`sent + ttl_seconds`, so clock skew and
-//!   the request's own time only shorten it). A ticker (every 100 ms) closes blocks at least
-//!   two ticks before their deadline; their unused values are counted as discarded.
-//! - **No per-value cost beyond a few atomics**: the fast path loads the active block
-//!   (`ArcSwap`), claims an index with one `fetch_add`, and computes the value. No lock, no
-//!   allocation, no system call, no shared counter: how many values were taken is read from
-//!   the blocks themselves.
+//! - **Expiry honoured**: no value is handed out after its lease's deadline, counted on the
+//!   monotonic clock from the moment *before* the lease request left (`sent + ttl_seconds`:
+//!   the request's own time and the two machines' clocks only shorten it). The fast path
+//!   reads no clock: a ticker (every 100 ms) closes blocks two ticks before their deadline
+//!   and counts their unused values as discarded, and the slow path skips queued blocks
+//!   that are due. The ticker runs on the client's runtime: a runtime kept from running it
+//!   for longer than the margin delays the close (`expiry_margin` widens it).
+//! - **A few atomic operations per value**: the fast path loads the active block
+//!   (`ArcSwap`), claims an index with one `fetch_add` on that block's own counter, and
+//!   computes the value. No lock, no allocation, no system call, no metrics counter: how
+//!   many values were taken is read from the blocks themselves.
+//! - **Retirement** reaches a client at its next lease (410): values it leased before the
+//!   retirement were vended before it, and are still handed out until they run out or expire.
 //!
 //! # Refill
 //! Per sequence, use is sampled every tick into the sliding one-minute [`RateWindow`] of
