@@ -145,8 +145,9 @@ fn take(
             let value = match sequence.try_next() {
                 Ok(value) => value,
                 Err(Error::Empty) if config.warm > 0 => {
-                    eprintln!("the warm cache ran dry after {:?}", started.elapsed());
-                    stop.store(true, Ordering::Relaxed);
+                    if !stop.swap(true, Ordering::Relaxed) {
+                        eprintln!("the warm cache ran dry after {:?}", started.elapsed());
+                    }
                     break;
                 }
                 Err(Error::Empty | Error::Unavailable { .. } | Error::Transport(_)) => {
