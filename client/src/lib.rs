@@ -43,7 +43,9 @@
 //! refill starts below [`RefillRule::mark`] (at most half the size, so a refill never
 //! trickles) and tops up in leases of at most 100,000. Values in blocks that
 //! expire within the buffer do not count as held. At 1,000 ids/s the default holds
-//! 120,000–240,000 values: a 60 s outage of the service causes no wait.
+//! 120,000–240,000 values: a 60 s outage of the service causes no wait. The price is paid
+//! at low rates: what a lease held when it expired is discarded (a gap in the sequence),
+//! up to the suggested size per lease's life.
 //!
 //! # Failure modes
 //! - **Service down or slow**: cached values keep flowing; the refill task retries with
