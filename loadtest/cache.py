@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Cached sequences under load: writes loadtest/CACHE.md. Started by loadtest/cache.sh.
+"""Cached sequences under load: writes the "cache" section of loadtest/RESULTS.md. Started by
+loadtest/cache.sh.
 
 Server tier: wrk (-t1 -c64) measures POST next on a cached sequence beside POST next on a
 strict one and the no-op GET /healthz, rounds interleaved, medians reported (the machine is
@@ -24,7 +25,7 @@ import urllib.request
 from pathlib import Path
 
 from run import (BASE, ROOT, VEND_TOKEN, WRK_ROUNDS, WRK_SECONDS, Seqvend, api, commit, log,
-                 machine, wrk)
+                 machine, wrk, write_section)
 
 QUICK = os.environ.get("CACHE_QUICK") == "1"
 CACHE_SIZE = 100_000
@@ -210,7 +211,9 @@ def main():
             f"**{outage_result['waits']} calls waited** (goal 0), hit rate {float(outage_result['hit_rate']):.4f}, "
             f"duplicates {outage_result['duplicates']}.",
         ]
-    (ROOT / "loadtest" / "CACHE.md").write_text("\n".join(lines) + "\n")
+    # In RESULTS.md, one level down, beside the other load tests' figures.
+    section = ["#" + line if line.startswith("#") else line for line in lines]
+    write_section("cache", "\n".join(section))
     print("\n".join(lines))
 
 
