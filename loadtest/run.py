@@ -410,8 +410,31 @@ def write_results(r):
     notes = LOADTEST / "NOTES.md"
     if notes.exists():
         lines += [notes.read_text().strip(), ""]
-    (LOADTEST / "RESULTS.md").write_text("\n".join(lines))
+    results = LOADTEST / "RESULTS.md"
+    # Sections other load tests wrote (e.g. loadtest/cache.sh) stay.
+    kept = kept_sections(results.read_text()) if results.exists() else []
+    results.write_text("\n".join(lines + kept))
     print("\n".join(lines))
+
+
+SECTION = re.compile(r"<!-- section:(\S+) -->.*?<!-- /section:\1 -->\n?", re.S)
+
+
+def kept_sections(text):
+    return [m.group(0) for m in SECTION.finditer(text)]
+
+
+def write_section(name, text):
+    """Puts `text` into RESULTS.md as the section `name`, replacing an earlier one."""
+    results = LOADTEST / "RESULTS.md"
+    current = results.read_text() if results.exists() else ""
+    block = f"<!-- section:{name} -->\n{text.strip()}\n<!-- /section:{name} -->\n"
+    pattern = re.compile(rf"<!-- section:{re.escape(name)} -->.*?<!-- /section:{re.escape(name)} -->\n?", re.S)
+    if pattern.search(current):
+        current = pattern.sub(lambda _: block, current)
+    else:
+        current = current.rstrip("\n") + "\n\n" + block
+    results.write_text(current)
 
 
 if __name__ == "__main__":

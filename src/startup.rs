@@ -11,7 +11,7 @@ use actix_web::{web, App, HttpServer};
 use crate::auth::Tokens;
 use crate::cache::{self, InstanceCache};
 use crate::handlers;
-use crate::ids::{self, Clock, Snowflake, UuidV7s};
+use crate::ids::{self, worker_lease, Clock, Snowflake, UuidV7s};
 use crate::metrics::Metrics;
 use crate::registry::Catalog;
 use crate::request_log;
@@ -22,9 +22,22 @@ use crate::{db, migrate, watch};
 pub struct Application {
     port: u16,
     server: Server,
+    registry: sqlx::PgPool,
+    snowflake: Arc<Snowflake>,
     cache: InstanceCache,
-    /// Background tasks that end with the server.
-    tasks: Vec<tokio::task::JoinHandle<()>>,
+    tasks: BackgroundTasks,
+}
+
+/// Background tasks (renewers, the cache's keeper and listener) that end with the server, or
+/// when the application is dropped unserved.
+struct BackgroundTasks(Vec<tokio::task::JoinHandle<()>>);
+
+impl Drop for BackgroundTasks {
+    fn drop(&mut self) {
+        for task in &self.0 {
+            task.abort();
+        }
+    }
 }
 
 impl Application {
@@ -60,6 +73,7 @@ impl Application {
             start_snowflake(&registry, &metrics, settings, clock.clone()).await?;
         let uuids = UuidV7s::new(clock, metrics.clone());
 
+        let (registry_for_shutdown, snowflake_for_shutdown) = (registry.clone(), snowflake.clone());
         let listener = TcpListener::bind(settings.listen)?;
         let port = listener.local_addr()?.port();
         let state = AppState {
@@ -88,8 +102,10 @@ impl Application {
         Ok(Self {
             port,
             server,
+            registry: registry_for_shutdown,
+            snowflake: snowflake_for_shutdown,
             cache,
-            tasks: vec![renewer, keeper, notifications],
+            tasks: BackgroundTasks(vec![renewer, keeper, notifications]),
         })
     }
 
@@ -103,21 +119,27 @@ impl Application {
 
     /// Serves until stopped through `handle` (graceful: stop accepting, finish what is in
     /// flight). Signals do not stop it by themselves; `main` turns them into `handle` calls.
-    /// The worker-id lease is renewed until then and left to expire after: a stopped instance
-    /// issues nothing, and its worker id frees up within a lease. Cached values are dropped
-    /// and their leases released, so retiring a sequence need not wait for them.
+    /// The worker-id lease is renewed until then and handed back after, so the next holder
+    /// of the id can start at once. Cached values are dropped and their leases released, so
+    /// retiring a sequence need not wait for them. Whatever the database cannot take back
+    /// within a few seconds expires unrenewed instead.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         let served = self.server.await;
-        for task in &self.tasks {
-            task.abort();
-        }
-        // Bounded: a database that cannot answer leaves the leases to expire unrenewed.
-        let release = self.cache.release_all();
+        drop(self.tasks);
+        let release = async {
+            self.cache.release_all().await;
+            if let Some((worker_id, holder, last_ms)) = self.snowflake.give_up() {
+                let given_back = worker_lease::release(&self.registry, worker_id, &holder, last_ms);
+                if let Err(err) = given_back.await {
+                    tracing::warn!(error = %err, "could not hand back the worker id; it expires unrenewed");
+                }
+            }
+        };
         if tokio::time::timeout(std::time::Duration::from_secs(5), release)
             .await
             .is_err()
         {
-            tracing::warn!("could not release cached leases at shutdown; they expire unrenewed");
+            tracing::warn!("could not release leases at shutdown; they expire unrenewed");
         }
         served
     }

@@ -45,6 +45,11 @@ impl Generator {
         self.worker_id
     }
 
+    /// The last millisecond stamped (the one before the lease's first if none was).
+    pub fn last_ms(&self) -> i64 {
+        self.last_ms
+    }
+
     /// A renewal raised the bound.
     pub fn extend(&mut self, not_after_ms: i64) {
         self.not_after_ms = self.not_after_ms.max(not_after_ms);

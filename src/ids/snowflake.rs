@@ -84,6 +84,17 @@ impl Snowflake {
         *self.held.lock().expect("not poisoned") = None;
     }
 
+    /// Stops issuing for good (the instance is stopping): returns the worker id, the holder
+    /// token and the last millisecond stamped, so the lease can be handed back.
+    pub fn give_up(&self) -> Option<(u32, String, i64)> {
+        let held = self.held.lock().expect("not poisoned").take()?;
+        Some((
+            held.generator.worker_id(),
+            held.holder,
+            held.generator.last_ms(),
+        ))
+    }
+
     /// `count` ids, strictly increasing. Waits out a full millisecond and small steps of the
     /// clock back; refuses larger steps, and any issue outside the lease.
     pub async fn issue(&self, count: usize) -> Result<Vec<i64>, IdError> {

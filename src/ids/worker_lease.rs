@@ -148,3 +148,26 @@ pub async fn renew(
     .map(Lease::from)
     .ok_or(LeaseError::Lost { worker_id })
 }
+
+/// Hands `holder`'s lease of `worker_id` back when it will stamp nothing more: the id is free
+/// at once, and its bound comes down to the last millisecond it stamped, so the next holder
+/// starts right after it instead of waiting out a bound raised for ids never issued.
+pub async fn release(
+    pool: &PgPool,
+    worker_id: u32,
+    holder: &str,
+    last_ms: i64,
+) -> Result<(), LeaseError> {
+    sqlx::query!(
+        "UPDATE seqvend.worker_ids
+            SET expires_at = now(), not_after_ms = GREATEST(not_before_ms - 1, $3)
+          WHERE worker_id = $1 AND holder = $2",
+        worker_id as i32,
+        holder,
+        last_ms
+    )
+    .execute(pool)
+    .await
+    .map_err(LeaseError::from_db)?;
+    Ok(())
+}

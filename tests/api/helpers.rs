@@ -120,6 +120,8 @@ pub struct TestApp {
     pub address: String,
     pub http: reqwest::Client,
     handle: actix_web::dev::ServerHandle,
+    /// Serves, then hands back what the instance holds once the server stops.
+    running: tokio::task::JoinHandle<std::io::Result<()>>,
 }
 
 impl Drop for TestApp {
@@ -147,7 +149,7 @@ pub async fn spawn_app_with_clock(db: &TestDb, settings: Settings, clock: Clock)
         .expect("application built");
     let address = format!("http://127.0.0.1:{}", app.port());
     let handle = app.handle();
-    tokio::spawn(app.run_until_stopped());
+    let running = tokio::spawn(app.run_until_stopped());
     let http = reqwest::Client::builder()
         .pool_max_idle_per_host(64)
         .build()
@@ -156,6 +158,7 @@ pub async fn spawn_app_with_clock(db: &TestDb, settings: Settings, clock: Clock)
         address,
         http,
         handle,
+        running,
     }
 }
 
@@ -207,8 +210,22 @@ impl Reply {
 }
 
 impl TestApp {
-    /// Stops serving, without releasing anything the instance holds, and waits until it has.
+    /// Stops serving, the way SIGTERM does: what the instance holds (its worker id, its cached
+    /// leases) is handed back after the server stops; `stopped` waits for that too.
     pub async fn stop(&self) {
+        self.handle.stop(false).await;
+    }
+
+    /// Stops serving and waits until the instance has handed back what it holds.
+    pub async fn stopped(mut self) {
+        self.handle.stop(false).await;
+        (&mut self.running).await.expect("ran").expect("served");
+    }
+
+    /// Vanishes the way a killed process does: stops serving without handing back anything
+    /// it holds (its worker id and cached leases are left to expire).
+    pub async fn abandon(&self) {
+        self.running.abort();
         self.handle.stop(false).await;
     }
 

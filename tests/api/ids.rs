@@ -150,7 +150,7 @@ async fn a_large_step_of_the_clock_back_is_refused_and_counted_until_the_clock_c
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_stopped_instance_s_worker_id_is_taken_only_after_expiry_and_issues_above_its_ids() {
+async fn a_vanished_instance_s_worker_id_is_taken_only_after_expiry_and_issues_above_its_ids() {
     let db = TestDb::shared().await;
     // Two worker ids: the first instance takes 0, a second 1, and a third has none free.
     let two_workers = Layout::new(51, 1, 11, Layout::DEFAULT.epoch_ms()).unwrap();
@@ -163,7 +163,7 @@ async fn a_stopped_instance_s_worker_id_is_taken_only_after_expiry_and_issues_ab
     let _second = spawn_app_on(&db, settings()).await;
     let first_ids = first.snowflake_ids(5000).await;
     let worker = two_workers.decompose(first_ids[0]).unwrap().worker_id;
-    first.stop().await;
+    first.abandon().await;
     // The third's clock is 3 s behind: across the handover, the clock moved back.
     let clock = Clock::system();
     clock.step(-3000);
@@ -193,6 +193,27 @@ async fn a_stopped_instance_s_worker_id_is_taken_only_after_expiry_and_issues_ab
         .iter()
         .all(|&id| two_workers.decompose(id).unwrap().worker_id == worker));
     assert!(third_ids[0] > *first_ids.last().unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_gracefully_stopped_instance_hands_its_worker_id_back_for_the_next_to_issue_above_its_ids(
+) {
+    let db = TestDb::shared().await;
+    // Two worker ids leased for a minute, one held throughout by another instance: only a
+    // handback lets the next instance issue before the minute is out.
+    let two_workers = Layout::new(51, 1, 11, Layout::DEFAULT.epoch_ms()).unwrap();
+    let settings = || {
+        let mut settings = short_leases(60_000);
+        settings.ids.layout = two_workers;
+        settings
+    };
+    let first = spawn_app_on(&db, settings()).await;
+    let _other = spawn_app_on(&db, settings()).await;
+    let first_ids = first.snowflake_ids(5000).await;
+    first.stopped().await;
+    let second = spawn_app_on(&db, settings()).await;
+    let second_ids = second.snowflake_ids(5000).await;
+    assert!(second_ids[0] > *first_ids.last().unwrap());
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -3,6 +3,7 @@
 //! and zero values outside their ranges, and reports its gaps. `scripts/reliability.sh` runs
 //! it and writes RELIABILITY.md.
 
+mod caching;
 mod harness;
 mod scenarios;
 #[path = "../common/scratch.rs"]

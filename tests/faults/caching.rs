@@ -1,0 +1,83 @@
+//! Cached sequences under faults: instances that hold blocks of values in memory, killed with
+//! SIGKILL and cut off by a PostgreSQL crash. A killed instance loses what it held (gaps),
+//! never more, and no value is handed out twice.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use reqwest::{Method, StatusCode};
+use seqvend::local_pg::Shutdown;
+use serde_json::json;
+
+use crate::harness::*;
+
+/// Values each instance holds per sequence.
+const CACHE_SIZE: u128 = 1_000;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn caching_instances_killed_under_load_lose_at_most_their_cache_and_never_vend_twice() {
+    let _turn = one_at_a_time().await;
+    let pg = Pg::start("cache-kill", &[]).await;
+    let env = [
+        ("SEQVEND_CACHE_LEASE_MS", "4000"),
+        ("SEQVEND_CACHE_RENEW_MS", "1000"),
+    ];
+    let mut instances = Vec::new();
+    for _ in 0..3 {
+        instances.push(Seqvend::start(&pg.url, &env).await);
+    }
+    let ranges = [(1, 3_000_000), (5_000_001, 8_000_000)];
+    let address = instances[0].address();
+    create(&address, "cached", &ranges).await;
+    let (status, body) = admin(
+        &address,
+        Method::PATCH,
+        "/sequences/cached",
+        Some(json!({"cache": {"size": CACHE_SIZE}})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    // Patient clients: a request given up on after its values left the cache would be a gap
+    // no cache size bounds.
+    let load = Load {
+        clients: 24,
+        max_batch: 40,
+        impatient_every: 0,
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let addresses = instances.iter().map(Seqvend::address).collect();
+    let (record, mut clients) = start_clients(addresses, "cached", load, stop.clone());
+    let mut kills = 0;
+    for round in 0..6 {
+        until_more_values(&record, 5_000).await;
+        instances[round % 3].kill_and_restart().await;
+        kills += 1;
+        if round == 2 {
+            // PostgreSQL crashes with every instance holding blocks: they serve on from memory.
+            pg.stop(Shutdown::Immediate).await;
+            pg.start_again().await;
+        }
+    }
+    until_more_values(&record, 5_000).await;
+    stop.store(true, Ordering::Relaxed);
+    while clients.join_next().await.is_some() {}
+    let outcome = check(&address, "cached", &ranges, &record).await;
+    // What each instance life could lose: the values it held (at most the cache size, a refill
+    // in flight included), and the batches of responses cut off by the kill.
+    let lives = kills + instances.len() as u128;
+    let in_flight = u128::from(load.max_batch) * load.clients as u128;
+    let bound = CACHE_SIZE * lives + in_flight * kills;
+    assert!(
+        outcome.gaps <= bound,
+        "{} gaps, more than the {bound} that {lives} instance lives could hold",
+        outcome.gaps
+    );
+    report(
+        "10-caching-instances-killed",
+        "3 instances caching 1,000 values each; 6 × SIGKILL of an instance under load, restarted; \
+         1 × immediate shutdown of PostgreSQL",
+        &outcome,
+        &record,
+        &format!("gaps bounded by {bound}: {lives} instance lives × {CACHE_SIZE} cached, plus responses cut off by the kills"),
+    );
+}
