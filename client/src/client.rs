@@ -163,14 +163,17 @@ mod tests {
     #[tokio::test]
     async fn with_no_service_try_next_answers_at_once_and_next_gives_up_at_the_timeout() {
         let client = Client::builder(nowhere(), "token")
-            .wait_timeout(Duration::from_millis(300))
+            .wait_timeout(Duration::from_secs(1))
             .build()
             .unwrap();
         let started = Instant::now();
         assert!(client.try_next("orders").is_err());
-        assert!(started.elapsed() < Duration::from_millis(100));
+        assert!(
+            started.elapsed() < Duration::from_millis(500),
+            "well within the timeout"
+        );
         let error = client.next("orders").await.unwrap_err();
-        assert!(started.elapsed() >= Duration::from_millis(300));
+        assert!(started.elapsed() >= Duration::from_secs(1));
         assert!(matches!(error, Error::Transport(_)), "{error:?}");
         let metrics = client.metrics();
         assert_eq!((metrics.waits, metrics.hits), (1, 0));
