@@ -1,0 +1,108 @@
+//! What a call can fail with. Every variant is a plain value (`Clone`), so one answer from
+//! the service can be handed to every caller waiting on the same refill.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// 404: seqvend knows no sequence of this name.
+    #[error("no sequence is named {0:?}")]
+    NotFound(Arc<str>),
+    /// 409: nothing is left to lease and nothing is cached. Values from a clipped lease are
+    /// served first; this comes only once they are gone.
+    #[error("sequence {0:?} has no values left")]
+    Exhausted(Arc<str>),
+    /// 410: the sequence is retired and vends nothing.
+    #[error("sequence {0:?} is retired")]
+    Retired(Arc<str>),
+    /// 401: the token was refused.
+    #[error("seqvend refused the token")]
+    Unauthorized,
+    /// 503: seqvend could not lease (its database is away, or it is overloaded).
+    #[error("seqvend is unavailable: {message}")]
+    Unavailable {
+        message: String,
+        retry_after: Option<Duration>,
+    },
+    /// Nothing was cached and no refill arrived within the wait timeout.
+    #[error("no value within the wait timeout")]
+    Timeout,
+    /// `try_next` found nothing cached; a refill has been asked for.
+    #[error("nothing cached yet; a refill is under way")]
+    Empty,
+    /// Any other answer of the service, with its stable error code.
+    #[error("seqvend answered {status} {code}: {message}")]
+    Service {
+        status: u16,
+        code: String,
+        message: String,
+    },
+    /// The request did not get an answer (connection refused, reset, timed out).
+    #[error("could not reach seqvend: {0}")]
+    Transport(String),
+    /// The service answered 200 with something this client cannot use.
+    #[error("seqvend's answer was not understood: {0}")]
+    Protocol(String),
+    /// The builder was given something unusable (a bad URL, no tokio runtime).
+    #[error("{0}")]
+    Config(String),
+}
+
+impl Error {
+    /// Worth asking again soon: the service may answer differently in a moment.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Error::Unavailable { .. }
+            | Error::Timeout
+            | Error::Empty
+            | Error::Transport(_)
+            | Error::Protocol(_) => true,
+            Error::Service { status, .. } => *status >= 500 || *status == 408 || *status == 429,
+            _ => false,
+        }
+    }
+
+    /// How long the service asked us to wait before asking again, if it said.
+    pub(crate) fn retry_after(&self) -> Option<Duration> {
+        match self {
+            Error::Unavailable { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outages_are_transient_and_answers_about_the_sequence_are_not() {
+        let name: Arc<str> = "orders".into();
+        assert!(Error::Transport("reset".into()).is_transient());
+        assert!(Error::Unavailable {
+            message: "db".into(),
+            retry_after: None
+        }
+        .is_transient());
+        for status in [500, 502, 429] {
+            let error = Error::Service {
+                status,
+                code: "x".into(),
+                message: String::new(),
+            };
+            assert!(error.is_transient(), "{status}");
+        }
+        assert!(!Error::NotFound(name.clone()).is_transient());
+        assert!(!Error::Exhausted(name.clone()).is_transient());
+        assert!(!Error::Retired(name).is_transient());
+        assert!(!Error::Unauthorized.is_transient());
+        assert!(!Error::Service {
+            status: 400,
+            code: "invalid_name".into(),
+            message: String::new()
+        }
+        .is_transient());
+    }
+}

@@ -1,0 +1,88 @@
+//! The thick client of seqvend: sequence values for applications, served from a local cache
+//! of blocks leased with `POST /sequences/{name}/leases`.
+//!
+//! ```no_run
+//! # async fn example() -> Result<(), seqvend_client::Error> {
+//! use seqvend_client::Client;
+//!
+//! let client = Client::builder("http://127.0.0.1:8080", "vend-token").build()?;
+//! let id = client.next("orders").await?;
+//! let orders = client.sequence("orders"); // for hot loops: no lookup by name
+//! let ids = orders.next_n(500).await?;
+//! if let Ok(id) = orders.try_next() { /* never waits */ }
+//! println!("{:?}", client.metrics());
+//! # Ok(()) }
+//! ```
+//!
+//! # Guarantees
+//! - **Unique**: a value is handed out at most once by a client (the service never leases
+//!   it twice, across clients and instances).
+//! - **Per-process monotonic**: values leave in the order the service vended them. Blocks
+//!   are queued in lease order (one lease in flight per sequence), and within a block each
+//!   taker claims the next index; a value taken after another is later in vend order.
+//! - **Expiry honoured**: no value is handed out after its lease's deadline, counted on the
+//!   monotonic clock from the moment *before* the lease request left (`sent + ttl_seconds`:
+//!   the request's own time and the two machines' clocks only shorten it). The fast path
+//!   reads no clock: a ticker (every 100 ms) closes blocks two ticks before their deadline
+//!   and counts their unused values as discarded, and the slow path skips queued blocks
+//!   that are due. The ticker runs on the client's runtime: a runtime kept from running it
+//!   for longer than the margin delays the close (`expiry_margin` widens it).
+//! - **A few atomic operations per value**: the fast path loads the active block
+//!   (`ArcSwap`), claims an index with one `fetch_add` on that block's own counter, and
+//!   computes the value. No lock, no allocation, no system call, no metrics counter: how
+//!   many values were taken is read from the blocks themselves.
+//! - **Retirement** reaches a client at its next lease (410): values it leased before the
+//!   retirement were vended before it, and are still handed out until they run out or expire.
+//!
+//! # Refill
+//! Per sequence, use is sampled every tick into the sliding one-minute [`RateWindow`] of
+//! `seqvend-blocks` (the last second's rate counts too, so a burst is met at once). With the
+//! service's suggested policy (or, for a strict sequence, [`STRICT_DEFAULT`]: 10,000 values,
+//! 120 s), the client holds `buffer = max(suggested, 120 s)` of use, at most half a lease's
+//! life; its size is `max(suggested size, 2 × rate × buffer)`, capped at 1,000,000; a
+//! refill starts below [`RefillRule::mark`] (at most half the size, so a refill never
+//! trickles) and tops up in leases of at most 100,000. Values in blocks that
+//! expire within the buffer do not count as held. At 1,000 ids/s the default holds
+//! 120,000–240,000 values: a 60 s outage of the service causes no wait. The price is paid
+//! at low rates: what a lease held when it expired is discarded (a gap in the sequence),
+//! up to the suggested size per lease's life.
+//!
+//! # Failure modes
+//! - **Service down or slow**: cached values keep flowing; the refill task retries with
+//!   exponential backoff and full jitter (50 ms base, 5 s cap, 5 attempts a round, the
+//!   backoff growing across rounds until a lease succeeds).
+//! - **Cache empty**: only then does `next`/`next_n` wait, for at most the wait timeout
+//!   (2 s): [`Error::Timeout`], or the last refill's failure ([`Error::Unavailable`],
+//!   [`Error::Transport`]). [`Sequence::try_next`] never waits: [`Error::Empty`] or the
+//!   last failure. A `next_n` that fails discards the values it had taken.
+//! - **Definite answers** ([`Error::NotFound`], [`Error::Exhausted`], [`Error::Retired`],
+//!   [`Error::Unauthorized`], other 4xx) are returned once nothing is cached, and repeated
+//!   without asking the service again for the retry cap (5 s). A clipped lease's values
+//!   are served before `Exhausted`.
+//! - **Drop**: background work (one ticker per client, one refill task per sequence) runs on
+//!   the runtime the client was built in, and stops when the last [`Client`] or
+//!   [`Sequence`] handle is dropped.
+//!
+//! [`RateWindow`]: seqvend_blocks::RateWindow
+//! [`RefillRule::mark`]: seqvend_blocks::RefillRule::mark
+
+mod active;
+mod backoff;
+mod builder;
+mod cache;
+mod client;
+mod error;
+mod metrics;
+mod policy;
+mod refill;
+mod sequence;
+mod service;
+mod shared;
+mod ticker;
+
+pub use builder::{ClientBuilder, STRICT_DEFAULT};
+pub use client::Client;
+pub use error::Error;
+pub use metrics::Metrics;
+pub use policy::CachePolicy;
+pub use sequence::Sequence;

@@ -1,0 +1,247 @@
+//! How many values to hold for one sequence, and when to lease more: the service's cache
+//! policy (or the client's defaults for a strict sequence), widened to what the application
+//! is seen to use. Pure: the caller samples use and passes the time.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use seqvend_blocks::{RateWindow, RefillRule};
+use serde::Deserialize;
+
+/// The most one lease may ask for (the service refuses more).
+pub const MAX_LEASE: u64 = 100_000;
+
+/// A sequence's cache policy as the service suggests it (`cache` in a lease's answer):
+/// hold up to `size` values, lease more below `max(rate × buffer_seconds, min)`.
+/// `size` 0 means the sequence is strict; the client then uses its own defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub struct CachePolicy {
+    pub size: u64,
+    pub buffer_seconds: u64,
+    pub min: u64,
+}
+
+/// The client's side of the policy, from the builder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Limits {
+    /// Used for strict sequences, and before the first answer.
+    pub strict_default: CachePolicy,
+    /// The buffer held at the least, whatever the service suggests.
+    pub buffer: Duration,
+    /// The most values held for one sequence, however fast it is used.
+    pub max_cached: u64,
+}
+
+#[derive(Debug)]
+pub(crate) struct Planner {
+    limits: Limits,
+    suggested: Option<CachePolicy>,
+    ttl: Option<Duration>,
+    window: RateWindow,
+    /// Samples `(time since start, values taken)` covering the last second.
+    recent: VecDeque<(Duration, u64)>,
+    recent_rate: f64,
+    last_taken: u64,
+}
+
+impl Planner {
+    pub fn new(limits: Limits) -> Self {
+        Self {
+            limits,
+            suggested: None,
+            ttl: None,
+            window: RateWindow::default(),
+            recent: VecDeque::new(),
+            recent_rate: 0.0,
+            last_taken: 0,
+        }
+    }
+
+    /// What the last lease said: the sequence's policy and how long a lease lasts.
+    pub fn learn(&mut self, suggested: Option<CachePolicy>, ttl: Duration) {
+        self.suggested = suggested;
+        self.ttl = Some(ttl);
+    }
+
+    /// Records how many values were taken since the start, at `at` since the start.
+    pub fn sample(&mut self, at: Duration, taken: u64) {
+        let delta = taken.saturating_sub(self.last_taken);
+        self.last_taken = self.last_taken.max(taken);
+        self.window.record(at.as_secs(), delta);
+        self.recent.push_back((at, self.last_taken));
+        while self.recent.len() > 2 && at.saturating_sub(self.recent[1].0) >= Duration::from_secs(1)
+        {
+            self.recent.pop_front();
+        }
+        self.recent_rate = match (self.recent.front(), self.recent.back()) {
+            (Some(&(t0, n0)), Some(&(t1, n1))) if t1 > t0 => {
+                (n1 - n0) as f64 / (t1 - t0).as_secs_f64()
+            }
+            _ => 0.0,
+        };
+    }
+
+    /// Values per second: the last minute's average, or the last second's if higher, so a
+    /// burst is met at once and the buffer stays for a minute after it.
+    pub fn rate(&self, at: Duration) -> f64 {
+        self.window.per_second(at.as_secs()).max(self.recent_rate)
+    }
+
+    fn policy(&self) -> CachePolicy {
+        self.suggested
+            .filter(|policy| policy.size > 0)
+            .unwrap_or(self.limits.strict_default)
+    }
+
+    /// Seconds of use to hold: the longer of the service's and the client's buffer, but at
+    /// most half a lease's life, or most values would expire unused.
+    pub fn buffer_seconds(&self) -> u64 {
+        let wanted = self
+            .policy()
+            .buffer_seconds
+            .max(self.limits.buffer.as_secs());
+        match self.ttl {
+            Some(ttl) => wanted.min((ttl.as_secs() / 2).max(1)),
+            None => wanted,
+        }
+    }
+
+    /// Values in blocks that expire sooner than this do not count as held.
+    pub fn horizon(&self) -> Duration {
+        Duration::from_secs(self.buffer_seconds())
+    }
+
+    /// The rule at `rate`: the suggested size, or twice the buffer's worth if more (so a
+    /// refill starts halfway), never beyond the client's cap.
+    pub fn rule(&self, rate: f64) -> RefillRule {
+        let policy = self.policy();
+        let buffer_seconds = self.buffer_seconds();
+        // `as` saturates: an absurd rate gives u64::MAX, then the cap.
+        let wanted = (2.0 * rate * buffer_seconds as f64).ceil() as u64;
+        let size = policy.size.max(wanted).min(self.limits.max_cached).max(1);
+        RefillRule {
+            size,
+            buffer_seconds,
+            min: policy.min.min(size),
+        }
+    }
+
+    /// How many values to lease now, holding `held` at `rate`, with at least `floor` wanted
+    /// (a prefetch); `None` while enough is held. The rule's mark is at most half its size,
+    /// so a refill never draws a trickle.
+    pub fn lease_count(&self, held: u64, rate: f64, floor: u64) -> Option<u64> {
+        let rule = self.rule(rate);
+        let needed = rule.needs_refill(held, rate) || held < floor;
+        needed.then(|| {
+            let top_up = rule.top_up(held).max(floor.saturating_sub(held));
+            top_up.clamp(1, MAX_LEASE)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LIMITS: Limits = Limits {
+        strict_default: CachePolicy {
+            size: 10_000,
+            buffer_seconds: 120,
+            min: 0,
+        },
+        buffer: Duration::from_secs(120),
+        max_cached: 1_000_000,
+    };
+    const TEN_MINUTES: Duration = Duration::from_secs(600);
+
+    fn suggesting(size: u64, buffer_seconds: u64, min: u64) -> Planner {
+        let mut planner = Planner::new(LIMITS);
+        let policy = CachePolicy {
+            size,
+            buffer_seconds,
+            min,
+        };
+        planner.learn(Some(policy), TEN_MINUTES);
+        planner
+    }
+
+    #[test]
+    fn a_strict_sequence_is_cached_with_the_client_defaults() {
+        let planner = suggesting(0, 0, 0);
+        let rule = planner.rule(0.0);
+        assert_eq!((rule.size, rule.buffer_seconds, rule.min), (10_000, 120, 0));
+        assert_eq!(planner.lease_count(0, 0.0, 0), Some(10_000));
+    }
+
+    #[test]
+    fn the_buffer_is_the_longer_of_the_services_and_the_clients_but_at_most_half_a_lease() {
+        assert_eq!(suggesting(100, 60, 0).buffer_seconds(), 120);
+        assert_eq!(suggesting(100, 300, 0).buffer_seconds(), 300);
+        let mut short_leases = suggesting(100, 300, 0);
+        short_leases.learn(None, Duration::from_secs(100));
+        assert_eq!(short_leases.buffer_seconds(), 50);
+        assert_eq!(short_leases.horizon(), Duration::from_secs(50));
+    }
+
+    #[test]
+    fn at_1k_ids_per_second_what_is_held_at_the_mark_outlasts_a_60_second_outage() {
+        let planner = suggesting(0, 0, 0);
+        let mark = planner.rule(1000.0).mark(1000.0);
+        assert!(mark >= 60_000 * 2, "mark {mark}");
+        assert_eq!(planner.lease_count(mark, 1000.0, 0), None);
+        assert!(planner.lease_count(mark - 1, 1000.0, 0).is_some());
+    }
+
+    #[test]
+    fn the_size_follows_use_up_to_the_cap() {
+        let planner = suggesting(10_000, 60, 0);
+        assert_eq!(planner.rule(10.0).size, 10_000);
+        assert_eq!(planner.rule(100.0).size, 24_000);
+        assert_eq!(planner.rule(10_000.0).size, 1_000_000);
+        assert_eq!(planner.rule(f64::INFINITY).size, 1_000_000);
+    }
+
+    #[test]
+    fn a_refill_draws_at_least_half_the_size_and_at_most_one_lease() {
+        let planner = suggesting(1000, 120, 1000);
+        assert_eq!(planner.rule(0.0).mark(0.0), 500);
+        assert_eq!(planner.lease_count(500, 0.0, 0), None);
+        assert_eq!(planner.lease_count(499, 0.0, 0), Some(501));
+        let busy = suggesting(0, 0, 0);
+        assert_eq!(busy.lease_count(0, 10_000.0, 0), Some(MAX_LEASE));
+    }
+
+    #[test]
+    fn an_empty_cache_always_refills_and_a_full_one_never_does() {
+        let planner = suggesting(10_000, 120, 0);
+        assert_eq!(planner.lease_count(0, 0.0, 0), Some(10_000));
+        assert_eq!(planner.lease_count(1, 0.0, 0), None);
+        assert_eq!(planner.lease_count(10_000, 1.0, 0), None);
+    }
+
+    #[test]
+    fn a_prefetch_floor_is_leased_beyond_the_size() {
+        let planner = suggesting(10_000, 120, 0);
+        assert_eq!(planner.lease_count(10_000, 0.0, 250_000), Some(MAX_LEASE));
+        assert_eq!(planner.lease_count(200_000, 0.0, 250_000), Some(50_000));
+        assert_eq!(planner.lease_count(250_000, 0.0, 250_000), None);
+    }
+
+    #[test]
+    fn the_rate_follows_a_burst_at_once_and_remembers_the_last_minute() {
+        let mut planner = Planner::new(LIMITS);
+        let ms = Duration::from_millis;
+        planner.sample(ms(0), 0);
+        planner.sample(ms(100), 1000);
+        assert_eq!(planner.rate(ms(100)), 10_000.0);
+        for tick in 2..=30 {
+            planner.sample(ms(100 * tick), 1000);
+        }
+        let after = ms(3000);
+        assert!(planner.rate(after) < 10_000.0);
+        assert!(
+            planner.rate(after) > 0.0,
+            "the minute's average remembers the burst"
+        );
+    }
+}

@@ -1,0 +1,233 @@
+//! One sequence's state, shared by its handles, its refill task and the client's ticker.
+//! Callers take values here; only a call that finds the cache empty waits, and only for a
+//! refill, never for the ticker.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use tokio::sync::{watch, Notify};
+
+use crate::builder::Options;
+use crate::cache::BlockCache;
+use crate::metrics::{Counters, Metrics};
+use crate::policy::Planner;
+use crate::service::Lease;
+use crate::Error;
+
+/// The outcome of the last lease request.
+#[derive(Debug, Clone)]
+pub(crate) enum Status {
+    Fine,
+    Failed { error: Error, at: Instant },
+}
+
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub name: Arc<str>,
+    pub cache: BlockCache,
+    pub counters: Counters,
+    pub options: Arc<Options>,
+    planner: Mutex<Planner>,
+    /// Wakes the refill task: the cache wants values, or a caller waits.
+    pub wake: Notify,
+    /// Changed after every lease request, once its blocks are queued.
+    pub status: watch::Sender<Status>,
+    /// Values a `prefetch` wants held, beyond the refill rule.
+    floor: AtomicU64,
+    /// The client's start: the planner counts time from it.
+    started: Instant,
+}
+
+impl Shared {
+    pub fn new(name: &str, options: Arc<Options>, started: Instant) -> Self {
+        let now = Instant::now();
+        Self {
+            name: name.into(),
+            cache: BlockCache::new(now),
+            counters: Counters::default(),
+            planner: Mutex::new(Planner::new(options.limits)),
+            options,
+            wake: Notify::new(),
+            status: watch::channel(Status::Fine).0,
+            floor: AtomicU64::new(0),
+            started,
+        }
+    }
+
+    /// The fast path, then the slow one; never waits.
+    #[inline]
+    pub fn try_next(&self) -> Result<i64, Error> {
+        match self.cache.take_one() {
+            Some(value) => Ok(value),
+            None => self.try_next_slow(),
+        }
+    }
+
+    #[cold]
+    fn try_next_slow(&self) -> Result<i64, Error> {
+        let now = Instant::now();
+        while self.cache.advance(now, self.options.expiry_margin) {
+            if let Some(value) = self.cache.take_one() {
+                return Ok(value);
+            }
+        }
+        self.wake.notify_one();
+        match &*self.status.borrow() {
+            Status::Failed { error, .. } => Err(error.clone()),
+            Status::Fine => Err(Error::Empty),
+        }
+    }
+
+    /// Takes values into `out` until it holds `count`, waiting for refills while nothing is
+    /// cached, up to the wait timeout. On failure, values already taken are discarded.
+    pub async fn fill(&self, count: usize, out: &mut Vec<i64>) -> Result<(), Error> {
+        let deadline = tokio::time::Instant::now() + self.options.wait_timeout;
+        let mut status = self.status.subscribe();
+        let mut waited = false;
+        loop {
+            // Marked seen before taking: a refill queued after the take changes it again.
+            let seen = status.borrow_and_update().clone();
+            let now = Instant::now();
+            if self.take_cached(count, out, now) {
+                if waited {
+                    Counters::bump(&self.counters.waited_values, count as u64);
+                }
+                return Ok(());
+            }
+            if let Some(error) = self.definite_error(&seen, now) {
+                return Err(self.abandon(out, error));
+            }
+            if !waited {
+                waited = true;
+                Counters::bump(&self.counters.waits, 1);
+            }
+            self.wake.notify_one();
+            if tokio::time::timeout_at(deadline, status.changed())
+                .await
+                .is_err()
+            {
+                let error = match &*status.borrow() {
+                    Status::Failed { error, .. } => error.clone(),
+                    Status::Fine => Error::Timeout,
+                };
+                return Err(self.abandon(out, error));
+            }
+        }
+    }
+
+    /// True once `out` holds `count` values.
+    fn take_cached(&self, count: usize, out: &mut Vec<i64>, now: Instant) -> bool {
+        loop {
+            let missing = (count - out.len()) as u64;
+            if missing == 0 {
+                return true;
+            }
+            if self.cache.take_into(missing, out) < missing
+                && !self.cache.advance(now, self.options.expiry_margin)
+            {
+                return false;
+            }
+        }
+    }
+
+    /// A refusal the service gave within the quiet period: repeated without asking again.
+    fn definite_error(&self, status: &Status, now: Instant) -> Option<Error> {
+        match status {
+            Status::Failed { error, at }
+                if !error.is_transient() && now < *at + self.options.backoff.cap =>
+            {
+                Some(error.clone())
+            }
+            _ => None,
+        }
+    }
+
+    fn abandon(&self, out: &mut Vec<i64>, error: Error) -> Error {
+        Counters::bump(&self.counters.abandoned, out.len() as u64);
+        out.clear();
+        error
+    }
+
+    /// Waits until `values` are held, leasing beyond the refill rule if needed.
+    pub async fn prefetch(&self, values: u64) -> Result<(), Error> {
+        self.floor.fetch_max(values, Ordering::Relaxed);
+        let result = self.await_held(values).await;
+        let _ = self
+            .floor
+            .compare_exchange(values, 0, Ordering::Relaxed, Ordering::Relaxed);
+        result
+    }
+
+    async fn await_held(&self, values: u64) -> Result<(), Error> {
+        let mut status = self.status.subscribe();
+        let mut deadline = tokio::time::Instant::now() + self.options.wait_timeout;
+        loop {
+            let seen = status.borrow_and_update().clone();
+            let now = Instant::now();
+            if self.cache.held(now, Duration::ZERO) >= values {
+                return Ok(());
+            }
+            match seen {
+                Status::Fine => deadline = tokio::time::Instant::now() + self.options.wait_timeout,
+                Status::Failed { error, .. } if !error.is_transient() => return Err(error),
+                Status::Failed { .. } => {}
+            }
+            self.wake.notify_one();
+            if tokio::time::timeout_at(deadline, status.changed())
+                .await
+                .is_err()
+            {
+                return match &*status.borrow() {
+                    Status::Failed { error, .. } => Err(error.clone()),
+                    Status::Fine => Err(Error::Timeout),
+                };
+            }
+        }
+    }
+
+    /// How many values to lease now, if any: none while a definite refusal is fresh.
+    pub fn lease_wanted(&self, now: Instant) -> Option<u64> {
+        if self.definite_error(&self.status.borrow(), now).is_some() {
+            return None;
+        }
+        let planner = self.planner();
+        let rate = planner.rate(now.saturating_duration_since(self.started));
+        let held = self.cache.held(now, planner.horizon());
+        planner.lease_count(held, rate, self.floor.load(Ordering::Relaxed))
+    }
+
+    /// The ticker's round: expire, sample use, wake the refill task if the cache is low.
+    pub fn tick(&self, now: Instant) {
+        self.cache.expire(now, self.options.expiry_margin);
+        let taken = self.cache.taken();
+        self.planner()
+            .sample(now.saturating_duration_since(self.started), taken);
+        if self.lease_wanted(now).is_some() {
+            self.wake.notify_one();
+        }
+    }
+
+    /// Queues a lease's values (usable until `sent + ttl`), then tells the waiters.
+    pub fn accept(&self, lease: Lease, sent: Instant) {
+        self.cache.push(&lease.blocks, sent + lease.ttl);
+        self.planner().learn(lease.cache, lease.ttl);
+        Counters::bump(&self.counters.refills, 1);
+        self.status.send_replace(Status::Fine);
+    }
+
+    pub fn fail(&self, error: Error, at: Instant) {
+        self.status.send_replace(Status::Failed { error, at });
+    }
+
+    pub fn metrics(&self) -> Metrics {
+        self.counters
+            .snapshot(self.cache.taken(), self.cache.expired())
+    }
+
+    fn planner(&self) -> MutexGuard<'_, Planner> {
+        self.planner
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}

@@ -1,0 +1,267 @@
+//! seqvend-client against a real seqvend and PostgreSQL: values unique and in vend order
+//! across concurrent callers, clipped leases then `Exhausted`, refusals, an outage served
+//! from the cache, and expiry.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use seqvend_client::{Client, Error, Sequence};
+
+use crate::helpers::*;
+
+/// A client patient enough for a loaded machine: tests of timeouts set their own.
+fn client_of(app: &TestApp) -> Client {
+    Client::builder(&app.address, VEND_TOKEN)
+        .wait_timeout(Duration::from_secs(30))
+        .build()
+        .expect("client built")
+}
+
+/// Values taken with `next` until it fails, and the failure.
+async fn drain(sequence: &Sequence) -> (Vec<i64>, Error) {
+    let mut values = Vec::new();
+    loop {
+        match sequence.next().await {
+            Ok(value) => values.push(value),
+            Err(error) => return (values, error),
+        }
+    }
+}
+
+fn increasing(values: &[i64]) -> bool {
+    values.windows(2).all(|pair| pair[0] < pair[1])
+}
+
+/// The values of every block leased to clients, from the lease table.
+async fn client_leased(db: &TestDb) -> i64 {
+    db.connect()
+        .await
+        .query_one(
+            "SELECT coalesce(sum(value_count), 0)::int8 FROM seqvend.leases WHERE kind = 'client'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn values_are_unique_and_increase_for_each_caller_across_many_concurrent_callers() {
+    let db = TestDb::shared().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    app.create_ok("orders", 1, 10_000_000).await;
+    let client = client_of(&app);
+    let orders = client.sequence("orders");
+
+    let mut callers = Vec::new();
+    for caller in 0..16 {
+        let orders = orders.clone();
+        let client = client.clone();
+        callers.push(tokio::spawn(async move {
+            let mut values = Vec::new();
+            for round in 0..400 {
+                match (caller + round) % 3 {
+                    0 => values.push(orders.next().await.unwrap()),
+                    1 => values.extend(orders.next_n(37).await.unwrap()),
+                    _ => values.push(client.next("orders").await.unwrap()),
+                }
+            }
+            values
+        }));
+    }
+    let threads: Vec<_> = (0..2)
+        .map(|_| {
+            let orders = orders.clone();
+            std::thread::spawn(move || {
+                let mut values = Vec::new();
+                while values.len() < 20_000 {
+                    match orders.try_next() {
+                        Ok(value) => values.push(value),
+                        Err(_) => std::thread::yield_now(),
+                    }
+                }
+                values
+            })
+        })
+        .collect();
+
+    let mut all = Vec::new();
+    for caller in callers {
+        let values = caller.await.unwrap();
+        assert!(increasing(&values), "one caller's values increase");
+        all.extend(values);
+    }
+    for thread in threads {
+        let values = thread.join().unwrap();
+        assert!(increasing(&values), "one thread's values increase");
+        all.extend(values);
+    }
+    assert_unique(&all);
+    let leased = client_leased(&db).await;
+    assert!(all.len() as i64 <= leased);
+    assert!(
+        all.iter().all(|value| (1..=leased).contains(value)),
+        "every value was leased to this client, from the start of the range"
+    );
+    // Values are drawn durably: what the service vends next comes after all of them.
+    let next = app.next_value("orders").await;
+    assert!(all.iter().all(|value| *value < next));
+    // Hits are the values of calls that did not wait; a call that waited took at most 37.
+    let metrics = client.metrics();
+    let waited_for = all.len() as u64 - metrics.hits;
+    assert!(waited_for <= metrics.waits * 37, "{metrics:?}");
+    assert_eq!((metrics.discarded, metrics.failed_calls), (0, 0));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_clients_of_one_sequence_never_share_a_value() {
+    let app = spawn_app().await;
+    app.create_ok("shared", 1, 1_000_000).await;
+    let (one, two) = (client_of(&app), client_of(&app));
+    let mut all = one.next_n("shared", 3000).await.unwrap();
+    all.extend(two.next_n("shared", 3000).await.unwrap());
+    all.extend(one.next_n("shared", 3000).await.unwrap());
+    assert_unique(&all);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_clipped_lease_is_served_to_the_last_value_and_then_the_sequence_is_exhausted() {
+    let app = spawn_app().await;
+    app.create_ok("short", 1, 2500).await;
+    let client = client_of(&app);
+    let short = client.sequence("short");
+    let (values, error) = drain(&short).await;
+    assert_eq!(values, (1..=2500).collect::<Vec<i64>>());
+    assert_eq!(error, Error::Exhausted("short".into()));
+    assert_eq!(short.try_next(), Err(Error::Exhausted("short".into())));
+    assert!(matches!(short.next_n(2).await, Err(Error::Exhausted(_))));
+    // Nothing was lost on the way: the service agrees nothing is left.
+    app.next("short")
+        .await
+        .assert_error(409, "sequence_exhausted");
+    assert_eq!(short.metrics().discarded, 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unknown_sequence_is_not_found_and_asked_for_once_within_the_quiet_period() {
+    let app = spawn_app().await;
+    let client = client_of(&app);
+    assert_eq!(
+        client.next("nowhere").await,
+        Err(Error::NotFound("nowhere".into()))
+    );
+    assert_eq!(
+        client.next("nowhere").await,
+        Err(Error::NotFound("nowhere".into()))
+    );
+    assert!(client.try_next("nowhere").is_err());
+    assert_eq!(client.metrics().service_calls, 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_wrong_token_is_unauthorized() {
+    let app = spawn_app().await;
+    app.create_ok("guarded", 1, 1000).await;
+    let client = Client::builder(&app.address, "not-a-token")
+        .wait_timeout(Duration::from_secs(30))
+        .build()
+        .unwrap();
+    assert_eq!(client.next("guarded").await, Err(Error::Unauthorized));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_retired_sequence_answers_retired_once_its_cached_values_are_gone() {
+    let app = spawn_app().await;
+    app.create_ok("gone", 1, 1_000_000).await;
+    app.create_ok("kept", 1, 1_000_000).await;
+    let client = client_of(&app);
+    let kept = client.sequence("kept");
+    let first = kept.next().await.unwrap();
+
+    assert_eq!(app.retire("gone").await.status.as_u16(), 200);
+    assert_eq!(app.retire("kept").await.status.as_u16(), 200);
+    assert_eq!(
+        client.next("gone").await,
+        Err(Error::Retired("gone".into()))
+    );
+    // Values leased before the retirement were vended before it: they are still handed out.
+    let (values, error) = drain(&kept).await;
+    assert_eq!(error, Error::Retired("kept".into()));
+    assert!(!values.is_empty() && values[0] == first + 1);
+    assert!(increasing(&values));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_the_service_stopped_cached_values_flow_without_a_wait_then_calls_fail_fast() {
+    let app = spawn_app().await;
+    app.create_ok("outage", 1, 1_000_000).await;
+    let client = Client::builder(&app.address, VEND_TOKEN)
+        .wait_timeout(Duration::from_secs(2))
+        .build()
+        .unwrap();
+    let outage = client.sequence("outage");
+    // The wait timeout is short: on a loaded machine the first lease may take longer.
+    let patience = Instant::now() + Duration::from_secs(30);
+    while let Err(error) = outage.prefetch(5000).await {
+        assert!(
+            error == Error::Timeout && Instant::now() < patience,
+            "{error:?}"
+        );
+    }
+    let before = client.metrics();
+    app.stop().await;
+    // A refill fails while values are cached (a prefetch beyond them forces one).
+    let refused = outage.prefetch(1_000_000).await.unwrap_err();
+    assert!(refused.is_transient(), "{refused:?}");
+    assert!(client.metrics().failed_calls > before.failed_calls);
+
+    let (values, error) = drain(&outage).await;
+    assert!(
+        values.len() >= 5000,
+        "served {} from the cache",
+        values.len()
+    );
+    assert_unique(&values);
+    assert!(
+        matches!(
+            error,
+            Error::Transport(_) | Error::Unavailable { .. } | Error::Timeout
+        ),
+        "{error:?}"
+    );
+    let after = client.metrics();
+    assert_eq!(
+        after.waits - before.waits,
+        1,
+        "only the call that found the cache empty waited"
+    );
+    // With nothing cached, try_next still answers at once.
+    let started = Instant::now();
+    assert!(outage.try_next().is_err());
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "well within the wait timeout"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn no_value_is_handed_out_after_its_lease_expires() {
+    let db = TestDb::shared().await;
+    let mut settings = test_settings();
+    settings.cache.client_lease = Duration::from_secs(2);
+    let app = spawn_app_on(&db, settings).await;
+    app.create_ok("short-lived", 1, 10_000_000).await;
+    let client = Arc::new(client_of(&app));
+    let sequence = client.sequence("short-lived");
+    assert_eq!(sequence.next().await.unwrap(), 1);
+
+    // The first block (the strict default: 10,000 values) is closed before its 2 s are up,
+    // its unused values discarded, and values come from a later lease.
+    eventually(Duration::from_secs(10), "the first block expires", || {
+        let client = client.clone();
+        async move { client.metrics().discarded >= 9_999 }
+    })
+    .await;
+    let next = sequence.next().await.unwrap();
+    assert!(next > 10_000, "{next} is from a later lease");
+}
