@@ -12,11 +12,12 @@ export SQLX_OFFLINE=true
 log "cargo fmt --check"
 cargo fmt --all -- --check
 
-log "cargo clippy -D warnings"
-cargo clippy --locked --all-targets -- -D warnings
+log "cargo clippy -D warnings (every workspace member)"
+cargo clippy --locked --workspace --all-targets -- -D warnings
 
 log "cargo sqlx prepare --check (against a scratch PostgreSQL)"
 scripts/with-scratch-db.sh cargo sqlx prepare --check
 
-log "tests"
-cargo test --locked --tests
+log "tests (every workspace member; examples are built too: the fault suite runs the client's)"
+cargo test --locked --workspace --all-targets
+cargo test --locked --workspace --doc

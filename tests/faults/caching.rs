@@ -81,3 +81,171 @@ async fn caching_instances_killed_under_load_lose_at_most_their_cache_and_never_
         &format!("gaps bounded by {bound}: {lives} instance lives × {CACHE_SIZE} cached, plus responses cut off by the kills"),
     );
 }
+
+/// An application process using `seqvend-client` (the client crate's `client_record`
+/// example, built beside this test by `cargo test --workspace --all-targets`): values of
+/// `sequence` through `address`, each written with the time it was handed out.
+struct ClientProcess {
+    child: std::process::Child,
+    out: std::path::PathBuf,
+}
+
+impl ClientProcess {
+    fn start(address: &str, sequence: &str, rate: u32) -> Self {
+        let examples = std::env::current_exe()
+            .unwrap()
+            .parent()
+            .and_then(|deps| deps.parent())
+            .unwrap()
+            .join("examples");
+        let program = examples.join("client_record");
+        assert!(
+            program.exists(),
+            "{} is missing: build it with `cargo test --workspace --all-targets`",
+            program.display()
+        );
+        let out = crate::scratch::scratch_dir("client").with_extension("values");
+        let child = std::process::Command::new(program)
+            .env("SEQVEND_URL", address)
+            .env("SEQVEND_TOKEN", VEND)
+            .env("SEQUENCE", sequence)
+            .env("RATE", rate.to_string())
+            .env("OUT", &out)
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("client process started");
+        Self { child, out }
+    }
+
+    /// SIGTERM (the process flushes what it wrote), then its values as (unix ms, value).
+    fn stop(mut self) -> Vec<(u128, i64)> {
+        let stopped = std::process::Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(stopped.success());
+        assert!(
+            self.child.wait().unwrap().success(),
+            "the client process failed"
+        );
+        let text = std::fs::read_to_string(&self.out).unwrap();
+        let _ = std::fs::remove_file(&self.out);
+        text.lines()
+            .map(|line| {
+                let (at, value) = line.split_once(' ').unwrap();
+                (at.parse().unwrap(), value.parse().unwrap())
+            })
+            .collect()
+    }
+}
+
+fn unix_ms() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn instances_and_client_processes_through_kills_a_crash_and_a_retirement_never_vend_twice() {
+    let _turn = one_at_a_time().await;
+    let pg = Pg::start("cache-mixed", &[]).await;
+    let client_lease_ms: u128 = 5_000;
+    let lease = client_lease_ms.to_string();
+    let env = [
+        ("SEQVEND_CACHE_LEASE_MS", "4000"),
+        ("SEQVEND_CACHE_RENEW_MS", "1000"),
+        ("SEQVEND_CLIENT_LEASE_MS", lease.as_str()),
+    ];
+    let mut instances = Vec::new();
+    for _ in 0..3 {
+        instances.push(Seqvend::start(&pg.url, &env).await);
+    }
+    let ranges = [(1, 5_000_000)];
+    let address = instances[0].address();
+    create(&address, "mixed", &ranges).await;
+    let (status, body) = admin(
+        &address,
+        Method::PATCH,
+        "/sequences/mixed",
+        Some(json!({"cache": {"size": CACHE_SIZE}})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    // A busy process and a slow one: the slow one's blocks outlast their leases, so it is the
+    // one that must stop at a lease's end rather than at a block's.
+    let processes = [
+        ClientProcess::start(&instances[0].address(), "mixed", 2_000),
+        ClientProcess::start(&instances[1].address(), "mixed", 50),
+    ];
+    let load = Load {
+        clients: 12,
+        max_batch: 20,
+        impatient_every: 0,
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let addresses = instances.iter().map(Seqvend::address).collect();
+    let (record, mut clients) = start_clients(addresses, "mixed", load, stop.clone());
+    until_more_values(&record, 5_000).await;
+    instances[1].kill_and_restart().await;
+    until_more_values(&record, 5_000).await;
+    instances[2].kill_and_restart().await;
+    until_more_values(&record, 5_000).await;
+    pg.stop(Shutdown::Immediate).await;
+    pg.start_again().await;
+    until_more_values(&record, 5_000).await;
+    // The HTTP clients stop (their 410s would be answers the harness does not expect); the
+    // client processes go on through the retirement.
+    stop.store(true, Ordering::Relaxed);
+    while clients.join_next().await.is_some() {}
+    let (status, body) = admin(&address, Method::DELETE, "/sequences/mixed", None).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let retired_at = unix_ms();
+    // DELETE answered: no instance hands out a value of it any more.
+    for instance in &instances {
+        let url = format!("{}/sequences/mixed/next", instance.address());
+        let reply = reqwest::Client::new()
+            .post(url)
+            .bearer_auth(VEND)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(reply.status(), StatusCode::GONE);
+    }
+    // Past every client lease granted before the retirement.
+    while unix_ms() <= retired_at + client_lease_ms + 1_000 {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let [first, second] = processes;
+    let from_processes: Vec<(u128, i64)> = [first.stop(), second.stop()].concat();
+    let late: Vec<&(u128, i64)> = from_processes
+        .iter()
+        .filter(|(at, _)| *at > retired_at + client_lease_ms)
+        .collect();
+    assert!(
+        late.is_empty(),
+        "values handed out after DELETE answered and the client leases expired: {late:?}"
+    );
+    assert!(
+        from_processes.len() > 1_000,
+        "the client processes handed out values throughout"
+    );
+    record
+        .values
+        .lock()
+        .unwrap()
+        .extend(from_processes.iter().map(|(_, value)| value));
+    let outcome = check(&address, "mixed", &ranges, &record).await;
+    report(
+        "11-caching-with-client-processes",
+        "3 instances caching 1,000 values, 2 client processes (seqvend-client) at 2,000 and 50 ids/s; \
+         2 × SIGKILL of an instance, 1 × immediate shutdown of PostgreSQL, then DELETE mid-run",
+        &outcome,
+        &record,
+        &format!(
+            "{} values from the client processes, none after DELETE answered plus the client \
+             lease ({client_lease_ms} ms); every instance answered 410 at once",
+            from_processes.len()
+        ),
+    );
+}
