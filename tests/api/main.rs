@@ -10,6 +10,7 @@ mod concurrency;
 mod deploy;
 mod durability;
 mod errors;
+mod events;
 mod formats;
 mod helpers;
 mod ids;
