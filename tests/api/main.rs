@@ -4,6 +4,7 @@ mod by_hand;
 mod caching;
 #[path = "../common/carrier_vectors.rs"]
 mod carrier_vectors;
+mod cli;
 mod client;
 mod coalescing;
 mod concurrency;
