@@ -2,6 +2,8 @@
 //! `--json`, a table otherwise; on an error, the server's message and code on stderr and
 //! exit status 1.
 
+use std::io::Write;
+
 use reqwest::Method;
 use serde_json::{json, Map, Value};
 
@@ -25,10 +27,11 @@ pub fn run(command: Remote) -> i32 {
         }
     };
     match runtime.block_on(execute(command)) {
-        Ok(output) => {
-            print!("{output}");
-            0
-        }
+        // Not print!: it panics when stdout is a pipe already closed (`| head`).
+        Ok(output) => match std::io::stdout().lock().write_all(output.as_bytes()) {
+            Ok(()) => 0,
+            Err(_) => FAILED,
+        },
         Err(err) => {
             eprintln!("seqvend: {err}");
             FAILED

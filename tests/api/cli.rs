@@ -235,19 +235,21 @@ async fn events_prints_the_history_and_json_prints_what_the_server_answered() {
         "{paged}"
     );
 
+    // --json may come anywhere after the command's name.
     for (args, path) in [
-        (["events", "hist", "--json"], "/sequences/hist/events"),
-        (["sequences", "show", "hist"], "/sequences/hist"),
-        (["sequences", "list", "--json"], "/sequences"),
+        (vec!["events", "hist", "--json"], "/sequences/hist/events"),
         (
-            ["check", "--json", "1Z5R89390357567127"],
+            vec!["sequences", "--json", "show", "hist"],
+            "/sequences/hist",
+        ),
+        (vec!["sequences", "list", "--json"], "/sequences"),
+        (
+            vec!["check", "--json", "1Z5R89390357567127"],
             "/tracking-numbers/1Z5R89390357567127",
         ),
     ] {
-        let mut args = args.to_vec();
-        args.retain(|a| *a != "--json");
-        args.push("--json");
-        let printed: Value = serde_json::from_str(&stdout(&seqvend(&app, VEND_TOKEN, &args).await))
+        let printed = stdout(&seqvend(&app, VEND_TOKEN, &args).await);
+        let printed: Value = serde_json::from_str(&printed)
             .unwrap_or_else(|err| panic!("{args:?} printed no JSON: {err}"));
         let served = app.request(Method::GET, path, Some(VEND_TOKEN), None).await;
         assert_eq!(printed, served.body, "{args:?}");
