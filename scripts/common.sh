@@ -63,3 +63,12 @@ ensure_schemathesis() {
         "$venv/bin/pip" install --quiet "schemathesis==$SCHEMATHESIS_VERSION"
     fi
 }
+
+# promtool checks and unit-tests the Prometheus alert rules (deploy/prometheus/); the Debian
+# package prometheus ships it on PATH.
+ensure_promtool() {
+    if ! command -v promtool >/dev/null; then
+        log "installing promtool (Debian package prometheus)"
+        apt_install prometheus
+    fi
+}

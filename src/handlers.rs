@@ -4,6 +4,7 @@
 mod deadline;
 pub mod error;
 mod error_translation;
+mod events;
 mod extract;
 mod health;
 mod ids;
@@ -57,6 +58,11 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
                         .wrap(from_fn(deadline::bound)),
                 )
                 .route(web::delete().to(sequences::retire)),
+        )
+        .service(
+            resource("/sequences/{name}/events", "GET")
+                .route(web::get().to(events::list))
+                .wrap(from_fn(deadline::bound)),
         )
         .service(resource("/sequences/{name}/leases", "POST").route(web::post().to(leases::lease)))
         .service(

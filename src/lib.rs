@@ -4,6 +4,7 @@
 pub mod auth;
 pub mod cache;
 pub mod carriers;
+pub mod cli;
 pub mod db;
 pub mod ddl;
 pub mod domain;

@@ -1,37 +1,28 @@
 //! `seqvend serve`: start the service (and, with no DATABASE_URL, a private PostgreSQL).
 //! `seqvend healthcheck [URL]`: ask a running seqvend whether it is ready (for containers).
+//! Every other command talks to a running seqvend over HTTP (`seqvend::cli`).
 
 use anyhow::Context;
+use clap::Parser;
+use seqvend::cli::{self, Cli, Command};
 use seqvend::local_pg::{self, LocalCluster, Shutdown};
 use seqvend::settings::Settings;
 use seqvend::startup::Application;
 use seqvend::{healthcheck, telemetry};
 use tokio::signal::unix::{signal, Signal, SignalKind};
 
-const USAGE: &str = "usage: seqvend serve\n       seqvend healthcheck [URL]\n\n\
-     Configuration comes from the environment; see README.md. healthcheck GETs URL \
-     (default: /readyz where SEQVEND_LISTEN says) and exits 0 only on a 200.";
-
 fn main() -> anyhow::Result<()> {
-    let mut args = std::env::args().skip(1);
-    match args.next().as_deref() {
-        Some("serve") => tokio::runtime::Runtime::new()?.block_on(serve()),
-        Some("healthcheck") => {
+    match Cli::parse().command {
+        Command::Serve => tokio::runtime::Runtime::new()?.block_on(serve()),
+        Command::Healthcheck { url } => {
             // One line for the container's health log, and exit 1, Docker's "unhealthy".
-            if let Err(err) = healthcheck::run(args.next().as_deref()) {
+            if let Err(err) = healthcheck::run(url.as_deref()) {
                 eprintln!("unhealthy: {err:#}");
                 std::process::exit(1);
             }
             Ok(())
         }
-        Some("-h" | "--help" | "help") => {
-            println!("{USAGE}");
-            Ok(())
-        }
-        _ => {
-            eprintln!("{USAGE}");
-            std::process::exit(2);
-        }
+        Command::Remote(command) => std::process::exit(cli::run(*command)),
     }
 }
 

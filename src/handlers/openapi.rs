@@ -20,6 +20,7 @@ use utoipa::{Modify, OpenApi};
         super::sequences::list,
         super::sequences::update,
         super::sequences::retire,
+        super::events::list,
         super::leases::lease,
         super::tracking::get,
         super::health::healthz,

@@ -1,11 +1,15 @@
 //! What can be checked of the Docker files without Docker: they parse, they agree with
 //! each other and with seqvend's defaults, and their health check works on a real seqvend.
+//! The Prometheus alert rules pass promtool's check and unit tests, and read only metrics
+//! seqvend exports.
 
+use std::collections::BTreeSet;
 use std::process::{Command, Output};
+use std::time::Duration;
 
 use serde_yaml::Value;
 
-use crate::helpers::scratch_dir;
+use crate::helpers::{eventually, scratch_dir, spawn_app_on, test_settings, TestDb};
 use crate::serve::Served;
 
 const BINARY: &str = env!("CARGO_BIN_EXE_seqvend");
@@ -40,6 +44,20 @@ fn compose_runs_postgresql_seqvend_and_a_prometheus_that_scrapes_it() {
     assert_eq!(
         job["static_configs"][0]["targets"][0].as_str(),
         Some("seqvend:8080")
+    );
+    // Prometheus loads the alert rules from where compose mounts them.
+    let rule_files = prometheus["rule_files"].as_sequence().expect("rule_files");
+    assert_eq!(rule_files.len(), 1, "{rule_files:?}");
+    let mounts: Vec<&str> = services["prometheus"]["volumes"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    let rules_mount = format!("./{ALERT_RULES}:{}:ro", rule_files[0].as_str().unwrap());
+    assert!(
+        mounts.contains(&rules_mount.as_str()),
+        "{rules_mount} in {mounts:?}"
     );
 }
 
@@ -123,5 +141,216 @@ async fn the_healthcheck_command_passes_only_while_seqvend_is_ready() {
         stderr(&stopped).contains("connecting"),
         "{}",
         stderr(&stopped)
+    );
+}
+
+const ALERT_RULES: &str = "deploy/prometheus/alerts.yml";
+
+/// promtool, which scripts/test.sh installs when it is missing (Debian package prometheus).
+fn promtool(args: &[&str]) -> Output {
+    Command::new("promtool")
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap_or_else(|err| {
+            panic!("promtool must be on PATH (scripts/test.sh installs it: apt-get install prometheus): {err}")
+        })
+}
+
+#[test]
+fn the_alert_rules_pass_promtool_s_check_and_their_unit_tests() {
+    for args in [
+        ["check", "rules", ALERT_RULES],
+        ["test", "rules", "deploy/prometheus/alerts_test.yml"],
+    ] {
+        let output = promtool(&args);
+        assert!(
+            output.status.success(),
+            "promtool {}:\n{}{}",
+            args.join(" "),
+            String::from_utf8_lossy(&output.stdout),
+            stderr(&output)
+        );
+    }
+}
+
+/// Every rule's PromQL expression.
+fn alert_expressions() -> Vec<String> {
+    let rules = yaml(ALERT_RULES);
+    let groups = rules["groups"].as_sequence().expect("rule groups");
+    let expressions: Vec<String> = groups
+        .iter()
+        .flat_map(|group| group["rules"].as_sequence().expect("rules"))
+        .map(|rule| rule["expr"].as_str().expect("an expr").to_owned())
+        .collect();
+    assert!(!expressions.is_empty());
+    expressions
+}
+
+/// The metric names a PromQL expression reads: its identifiers, less functions and
+/// aggregations (followed by `(`), keywords, the labels of `by`/`on`/… lists, and whatever
+/// sits in label matchers (`{…}`), range selectors (`[…]`) or quotes.
+fn metric_names(expr: &str) -> BTreeSet<String> {
+    // Aggregations are here too: `sum by (le) (…)` puts no `(` right after `sum`.
+    const KEYWORDS: [&str; 20] = [
+        "and",
+        "or",
+        "unless",
+        "bool",
+        "offset",
+        "inf",
+        "nan",
+        "atan2",
+        "sum",
+        "min",
+        "max",
+        "avg",
+        "group",
+        "stddev",
+        "stdvar",
+        "count",
+        "count_values",
+        "bottomk",
+        "topk",
+        "quantile",
+    ];
+    const LABEL_LISTS: [&str; 6] = [
+        "by",
+        "without",
+        "on",
+        "ignoring",
+        "group_left",
+        "group_right",
+    ];
+    let chars: Vec<char> = expr.chars().collect();
+    let mut names = BTreeSet::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if matches!(c, '"' | '\'' | '`' | '{' | '[') {
+            let close = match c {
+                '{' => '}',
+                '[' => ']',
+                quote => quote,
+            };
+            i = past(&chars, i, close);
+        } else if c.is_ascii_digit() || c == '.' {
+            // A number, duration or exponent: never a name.
+            while i < chars.len() && (chars[i].is_ascii_alphanumeric() || chars[i] == '.') {
+                i += 1;
+            }
+        } else if c.is_ascii_alphabetic() || c == '_' || c == ':' {
+            let start = i;
+            while i < chars.len()
+                && (chars[i].is_ascii_alphanumeric() || chars[i] == '_' || chars[i] == ':')
+            {
+                i += 1;
+            }
+            let word: String = chars[start..i].iter().collect();
+            let mut next = i;
+            while next < chars.len() && chars[next].is_whitespace() {
+                next += 1;
+            }
+            let called = chars.get(next) == Some(&'(');
+            if LABEL_LISTS.contains(&word.as_str()) && called {
+                i = past(&chars, next, ')');
+            } else if !called && !KEYWORDS.contains(&word.to_lowercase().as_str()) {
+                names.insert(word);
+            }
+        } else {
+            i += 1;
+        }
+    }
+    names
+}
+
+/// The index just past the `close` that ends what opens at `from`; quoted strings inside a
+/// `{…}` are stepped over whole, so a `}` in a label value does not end the matchers.
+fn past(chars: &[char], from: usize, close: char) -> usize {
+    let in_quotes = matches!(close, '"' | '\'' | '`');
+    let mut j = from + 1;
+    while j < chars.len() && chars[j] != close {
+        j = match chars[j] {
+            '\\' if in_quotes => j + 2,
+            quote @ ('"' | '\'' | '`') if !in_quotes => past(chars, j, quote),
+            _ => j + 1,
+        };
+    }
+    j + 1
+}
+
+#[test]
+fn the_promql_reader_finds_the_metric_names_and_nothing_else() {
+    let expr = r#"histogram_quantile(0.99, sum by (instance, le) (rate(a_bucket{route="/x/{name}", le!~"b|c"}[5m])))
+        > 0.25 unless on (instance) max without (x) (b_total offset 1h) / ignoring (y) c:recorded and bool 2e3"#;
+    let expected: BTreeSet<String> = ["a_bucket", "b_total", "c:recorded"]
+        .map(String::from)
+        .into();
+    assert_eq!(metric_names(expr), expected);
+}
+
+/// Every series name the scrape shows: histograms as their `_bucket`, `_count` and `_sum`.
+fn exported_names(scrape: &str) -> BTreeSet<String> {
+    scrape
+        .lines()
+        .filter_map(|line| line.strip_prefix("# TYPE "))
+        .flat_map(|declared| {
+            let (name, kind) = declared.split_once(' ').unwrap();
+            match kind {
+                "histogram" => ["_bucket", "_count", "_sum"]
+                    .map(|suffix| format!("{name}{suffix}"))
+                    .to_vec(),
+                "summary" => vec![
+                    name.to_owned(),
+                    format!("{name}_count"),
+                    format!("{name}_sum"),
+                ],
+                _ => vec![name.to_owned()],
+            }
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_metric_the_alert_rules_use_is_one_seqvend_exports() {
+    let db = TestDb::shared().await;
+    let mut settings = test_settings();
+    settings.watch.interval = Duration::from_millis(50);
+    let app = spawn_app_on(&db, settings).await;
+    // Traffic, so that the labelled metrics have series to show.
+    app.create_ok("alerted", 1, 100).await;
+    app.next_value("alerted").await;
+    eventually(
+        Duration::from_secs(10),
+        "the sequence gauges appear",
+        || async {
+            app.scrape()
+                .await
+                .contains(r#"seqvend_sequence_capacity_values{sequence="alerted"}"#)
+        },
+    )
+    .await;
+    let scrape = app.scrape().await;
+    let exported = exported_names(&scrape);
+
+    let expressions = alert_expressions();
+    let mut used = BTreeSet::new();
+    for expr in &expressions {
+        let names = metric_names(expr);
+        assert!(!names.is_empty(), "no metric in {expr}");
+        used.extend(names);
+        // A route the rules match exactly must be one seqvend labels its requests with.
+        for quoted in expr.split(r#"route=""#).skip(1) {
+            let route = quoted.split('"').next().unwrap();
+            assert!(
+                scrape.contains(&format!(r#"route="{route}""#)),
+                "route {route:?} is not a label seqvend exports"
+            );
+        }
+    }
+    let unknown: Vec<&String> = used.difference(&exported).collect();
+    assert!(
+        unknown.is_empty(),
+        "the alert rules read metrics seqvend does not export: {unknown:?}"
     );
 }

@@ -4,12 +4,14 @@ mod by_hand;
 mod caching;
 #[path = "../common/carrier_vectors.rs"]
 mod carrier_vectors;
+mod cli;
 mod client;
 mod coalescing;
 mod concurrency;
 mod deploy;
 mod durability;
 mod errors;
+mod events;
 mod formats;
 mod helpers;
 mod ids;

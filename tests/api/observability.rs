@@ -102,6 +102,7 @@ async fn the_openapi_document_names_every_operation() {
             "GET /readyz",
             "GET /sequences",
             "GET /sequences/{name}",
+            "GET /sequences/{name}/events",
             "GET /tracking-numbers/{number}",
             "PATCH /sequences/{name}",
             "POST /ids/snowflake",

@@ -1,0 +1,63 @@
+//! `GET /sequences/{name}/events`: a sequence's history, oldest first, paged by event id.
+
+use actix_web::{web, HttpResponse};
+use serde::Deserialize;
+use sqlx::PgPool;
+use utoipa::IntoParams;
+
+use super::error::{ApiError, ErrorBody};
+use crate::auth::Reader;
+use crate::domain::SequenceName;
+use crate::registry::{self, EventPage};
+
+const DEFAULT_PAGE: u32 = 100;
+const MAX_PAGE: u32 = 1000;
+
+#[derive(Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct EventsQuery {
+    /// Page size, 1–1000 (default 100).
+    #[param(minimum = 1, maximum = 1000)]
+    limit: Option<u32>,
+    /// The `next` of the previous page: events with a greater id (default: from the first).
+    #[param(minimum = 0)]
+    after: Option<i64>,
+}
+
+#[utoipa::path(
+    get, path = "/sequences/{name}/events", tag = "read",
+    params(
+        ("name" = String, Path, description = "Sequence name", pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$"),
+        EventsQuery,
+    ),
+    responses(
+        (status = 200, description = "A page of the sequence's events, oldest first", body = EventPage),
+        (status = 400, description = "invalid_name or invalid_request", body = ErrorBody),
+        (status = 401, description = "unauthorized", body = ErrorBody),
+        (status = 404, description = "not_found", body = ErrorBody),
+        (status = 500, description = "internal", body = ErrorBody),
+        (status = 503, description = "unavailable", body = ErrorBody),
+    )
+)]
+pub async fn list(
+    _: Reader,
+    pool: web::Data<PgPool>,
+    name: web::Path<String>,
+    query: web::Query<EventsQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let name = SequenceName::parse(&name)?;
+    let limit = query.limit.unwrap_or(DEFAULT_PAGE);
+    if !(1..=MAX_PAGE).contains(&limit) {
+        return Err(ApiError::InvalidRequest(format!(
+            "`limit` must be between 1 and {MAX_PAGE}"
+        )));
+    }
+    let after = query.after.unwrap_or(0);
+    if after < 0 {
+        return Err(ApiError::InvalidRequest(
+            "`after` must be an event id (0 or more)".into(),
+        ));
+    }
+    Ok(HttpResponse::Ok().json(registry::list_events(&pool, &name, after, limit).await?))
+}

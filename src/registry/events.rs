@@ -1,0 +1,129 @@
+//! A sequence's history as the API shows it: the rows of `seqvend.events`, oldest first,
+//! paged by event id, and the one place stored kinds are turned into the API's words.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use sqlx::PgPool;
+use utoipa::ToSchema;
+
+use super::RegistryError;
+use crate::domain::SequenceName;
+
+/// One thing that happened to a sequence.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct EventView {
+    /// Increases with every event, across sequences; pass as `after` to page.
+    pub id: i64,
+    pub at: DateTime<Utc>,
+    /// created, range_added, rollover, exhausted, retired, rewind_detected or
+    /// settings_changed; more kinds may come, so treat an unknown one as informational.
+    pub kind: String,
+    /// The range it concerns (the range added, the one rolled over to, the one that ran out,
+    /// the one found rewound); null when it concerns the sequence as a whole.
+    pub range: Option<EventRange>,
+    /// The kind of token that caused it: `admin`, or `vend` (a vend statement rolled over,
+    /// ran out, or repaired a rewound PostgreSQL sequence).
+    pub actor: String,
+    /// What was found and done, where there is more to say (e.g. a rewind's repair).
+    pub detail: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
+pub struct EventRange {
+    pub min: i64,
+    pub max: i64,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct EventPage {
+    pub events: Vec<EventView>,
+    /// Pass as `after` for the next page; null on the last page.
+    pub next: Option<i64>,
+}
+
+/// The word the API uses for a stored kind. Two were stored under older names before the API
+/// existed; kinds stored under the API's own word (those yet to come too, such as
+/// `alert_raised` and `alert_cleared`) pass through unchanged, so a newer instance's events
+/// never break an older one's answer.
+pub fn api_kind(stored: &str) -> &str {
+    match stored {
+        "rewind" => "rewind_detected",
+        "cache_changed" => "settings_changed",
+        other => other,
+    }
+}
+
+/// `name`'s events with ids above `after`, oldest first, at most `limit` of them.
+pub async fn list_events(
+    pool: &PgPool,
+    name: &SequenceName,
+    after: i64,
+    limit: u32,
+) -> Result<EventPage, RegistryError> {
+    // One statement, so that a sequence with no events after `after` is told apart from no
+    // sequence at all: the sequence's row comes back either way (with NULL events).
+    let rows = sqlx::query!(
+        r#"SELECT e.id AS "id?", e.at AS "at?", e.kind AS "kind?", e.actor AS "actor?",
+                  e.detail, r.min_value AS "min_value?", r.max_value AS "max_value?"
+             FROM seqvend.sequences s
+             LEFT JOIN LATERAL (SELECT * FROM seqvend.events
+                                 WHERE sequence_id = s.id AND id > $2
+                                 ORDER BY id LIMIT $3) e ON true
+             LEFT JOIN seqvend.ranges r ON r.id = e.range_id
+            WHERE s.name = $1
+            ORDER BY e.id"#,
+        name.as_str(),
+        after,
+        i64::from(limit) + 1
+    )
+    .fetch_all(pool)
+    .await
+    .map_err(RegistryError::from_db)?;
+    if rows.is_empty() {
+        return Err(RegistryError::NotFound(name.clone()));
+    }
+    let mut events: Vec<EventView> = rows
+        .into_iter()
+        .filter_map(|row| {
+            Some(EventView {
+                id: row.id?,
+                at: row.at?,
+                kind: api_kind(&row.kind?).to_owned(),
+                range: row
+                    .min_value
+                    .zip(row.max_value)
+                    .map(|(min, max)| EventRange { min, max }),
+                actor: row.actor?,
+                detail: row.detail,
+            })
+        })
+        .collect();
+    let next = if events.len() > limit as usize {
+        events.truncate(limit as usize);
+        events.last().map(|e| e.id)
+    } else {
+        None
+    };
+    Ok(EventPage { events, next })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::api_kind;
+
+    #[test]
+    fn stored_kinds_are_answered_in_the_api_s_words() {
+        for (stored, answered) in [
+            ("created", "created"),
+            ("range_added", "range_added"),
+            ("rollover", "rollover"),
+            ("exhausted", "exhausted"),
+            ("retired", "retired"),
+            ("rewind", "rewind_detected"),
+            ("cache_changed", "settings_changed"),
+            ("alert_raised", "alert_raised"),
+        ] {
+            assert_eq!(api_kind(stored), answered, "{stored}");
+        }
+    }
+}
