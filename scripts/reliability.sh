@@ -7,6 +7,9 @@ ensure_schemathesis
 export SQLX_OFFLINE=true
 out=$(mktemp -d /tmp/seqvend-reliability.XXXXXX)
 trap 'rm -rf "$out"' EXIT
+# The client processes of the caching scenarios are the client crate's examples, found beside
+# the test binary.
+cargo build --release --locked -p seqvend-client --examples
 SEQVEND_RELIABILITY_DIR="$out" cargo test --release --locked --test faults
 python3 - "$out" <<'PY'
 import datetime, json, os, pathlib, subprocess, sys
@@ -24,6 +27,10 @@ lines = [
     "- *Gaps* are values drawn from the ranges that no client received: drawn for a request whose client",
     "  had given up, or drawn by a statement in flight when seqvend or PostgreSQL died. They are never",
     "  vended again; they are the price of never vending twice.",
+    "- Scenarios 10 and 11 are about cached sequences: their clients are patient (a request given up",
+    "  on after its values left an instance's memory would be a gap no cache size bounds), and in 11",
+    "  two more processes use the thick client (`seqvend-client`), their values recorded with the time",
+    "  each was handed out.",
     "- Scenario 4 (cancellation) runs inside 1, 2, 3 and 6: the impatient clients, and in 2 a range lock",
     "  held past seqvend's statement timeout. Property tests of name parsing and identifier quoting",
     "  (proptest, 4,000 cases each) run with the unit tests.",
