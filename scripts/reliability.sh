@@ -13,7 +13,9 @@ cargo build --release --locked -p seqvend-client --examples
 SEQVEND_RELIABILITY_DIR="$out" cargo test --release --locked --test faults
 python3 - "$out" <<'PY'
 import datetime, json, os, pathlib, subprocess, sys
-rows = [json.loads(p.read_text()) for p in sorted(pathlib.Path(sys.argv[1]).glob("*.json"))]
+# In scenario order: 1, 2, …, 10, 11 (the number before the first dash), not as strings sort.
+files = sorted(pathlib.Path(sys.argv[1]).glob("*.json"), key=lambda p: (int(p.name.split("-")[0].rstrip("ab") or 0), p.name))
+rows = [json.loads(p.read_text()) for p in files]
 commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
 lines = [
