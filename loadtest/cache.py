@@ -25,7 +25,7 @@ import urllib.request
 from pathlib import Path
 
 from run import (BASE, ROOT, VEND_TOKEN, WRK_ROUNDS, WRK_SECONDS, Seqvend, api, commit, log,
-                 machine, wrk, write_section)
+                 interleaved_rounds, machine, write_section)
 
 QUICK = os.environ.get("CACHE_QUICK") == "1"
 CACHE_SIZE = 100_000
@@ -62,15 +62,8 @@ def server_tier():
     ]
     create("cached", {"size": CACHE_SIZE})
     create("strict")
-    runs = {key: [] for key, _, _ in routes}
     before = scrape()
-    for round_ in range(WRK_ROUNDS):
-        log(f"round {round_ + 1} of {WRK_ROUNDS}")
-        for key, path, script in routes:
-            rate, failures, p99 = wrk(path, script)
-            if failures:
-                sys.exit(f"wrk {path}: {failures} responses were not 2xx")
-            runs[key].append((rate, p99))
+    runs = interleaved_rounds(routes)
     after = scrape()
     handed = counter(after, 'seqvend_values_vended_total{sequence="cached"}') - counter(
         before, 'seqvend_values_vended_total{sequence="cached"}')

@@ -14,7 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from run import ROOT, WRK_ROUNDS, WRK_SECONDS, Seqvend, api, commit, log, machine, wrk
+from run import ROOT, WRK_ROUNDS, WRK_SECONDS, Seqvend, api, commit, interleaved_rounds, machine
 
 ROUTES = [
     ("noop", "/healthz", "get.lua"),
@@ -24,7 +24,6 @@ ROUTES = [
 
 
 def main():
-    runs = {key: [] for key, _, _ in ROUTES}
     load_before = os.getloadavg()[0]
     scratch = Path(tempfile.mkdtemp(prefix="seqvend-ids-load-"))
     # The private cluster may run as another user (postgres, when started as root).
@@ -35,13 +34,7 @@ def main():
             status, reply = api("POST", "/ids/snowflake?count=1000")
             if status != 200 or len(reply["ids"]) != 1000:
                 sys.exit(f"POST /ids/snowflake does not answer: {status} {reply}")
-            for round_ in range(WRK_ROUNDS):
-                log(f"round {round_ + 1} of {WRK_ROUNDS}")
-                for key, path, script in ROUTES:
-                    rate, failures, p99 = wrk(path, script)
-                    if failures:
-                        sys.exit(f"wrk {path}: {failures} responses were not 2xx")
-                    runs[key].append((rate, p99))
+            runs = interleaved_rounds(ROUTES)
         finally:
             seqvend.stop()
     finally:

@@ -143,6 +143,20 @@ def wrk(path, script, seconds=WRK_SECONDS):
     return rate, failures, p99_ms
 
 
+def interleaved_rounds(routes):
+    """wrk over each (key, path, script) in turn, WRK_ROUNDS times, so that a slow spell of the
+    shared machine falls on every route alike; returns {key: [(req/s, p99 ms), ...]}."""
+    runs = {key: [] for key, _, _ in routes}
+    for round_ in range(WRK_ROUNDS):
+        log(f"round {round_ + 1} of {WRK_ROUNDS}")
+        for key, path, script in routes:
+            rate, failures, p99 = wrk(path, script)
+            if failures:
+                sys.exit(f"wrk {path}: {failures} responses were not 2xx")
+            runs[key].append((rate, p99))
+    return runs
+
+
 def k6(script, summary_name, **env):
     """Runs a k6 script; returns (passed thresholds?, summary dict)."""
     summary = WORK / f"{summary_name}.json"
