@@ -83,7 +83,7 @@ async fn caching_instances_killed_under_load_lose_at_most_their_cache_and_never_
 }
 
 /// An application process using `seqvend-client` (the client crate's `client_record`
-/// example, built beside this test by `cargo test --workspace --all-targets`): values of
+/// example, built beside this test by `cargo build --workspace --examples`): values of
 /// `sequence` through `address`, each written with the time it was handed out.
 struct ClientProcess {
     child: std::process::Child,
@@ -101,7 +101,7 @@ impl ClientProcess {
         let program = examples.join("client_record");
         assert!(
             program.exists(),
-            "{} is missing: build it with `cargo test --workspace --all-targets`",
+            "{} is missing: build it with `cargo build --workspace --examples` (scripts/test.sh does)",
             program.display()
         );
         let out = crate::scratch::scratch_dir("client").with_extension("values");
