@@ -59,7 +59,8 @@ ensure_schemathesis() {
     local venv=target/schemathesis
     if ! "$venv/bin/pip" show schemathesis 2>/dev/null | grep -qx "Version: $SCHEMATHESIS_VERSION"; then
         log "installing schemathesis $SCHEMATHESIS_VERSION into $venv"
-        python3 -m venv "$venv" 2>/dev/null || { apt_install python3-venv; python3 -m venv "$venv"; }
+        # --clear: a venv left by another checkout (its scripts name that path) is remade.
+        python3 -m venv --clear "$venv" 2>/dev/null || { apt_install python3-venv; python3 -m venv --clear "$venv"; }
         "$venv/bin/pip" install --quiet "schemathesis==$SCHEMATHESIS_VERSION"
     fi
 }
