@@ -9,7 +9,7 @@ use utoipa::ToSchema;
 
 use super::error::{ApiError, ErrorBody};
 use crate::auth::Reader;
-use crate::ids::{worker_lease, Lease, Snowflake};
+use crate::ids::{self, worker_lease, Lease, Snowflake};
 use crate::settings::IdSettings;
 
 /// A worker-id lease. Issue ids only while it lasts, stamped `not_before_ms ..=
@@ -58,7 +58,7 @@ fn view(lease: Lease, snowflake: &Snowflake) -> WorkerLease {
             timestamp_bits,
             worker_bits,
             sequence_bits,
-            epoch: layout.epoch(),
+            epoch: ids::epoch(&layout),
         },
     }
 }
