@@ -40,6 +40,8 @@ pub struct LayoutView {
     worker_bits: u8,
     sequence_bits: u8,
     epoch: DateTime<Utc>,
+    /// The same epoch, in milliseconds since the Unix epoch.
+    epoch_ms: i64,
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -64,6 +66,7 @@ fn view(lease: Lease, snowflake: &Snowflake, settings: &IdSettings) -> WorkerLea
             worker_bits,
             sequence_bits,
             epoch: ids::epoch(&layout),
+            epoch_ms: layout.epoch_ms(),
         },
     }
 }
