@@ -1,5 +1,6 @@
 //! The thick client of seqvend: sequence values for applications, served from a local cache
-//! of blocks leased with `POST /sequences/{name}/leases`.
+//! of blocks leased with `POST /sequences/{name}/leases`; and time-ordered ids made in the
+//! process: [`Snowflakes`] under a worker id leased from seqvend.
 //!
 //! ```no_run
 //! # async fn example() -> Result<(), seqvend_client::Error> {
@@ -78,6 +79,7 @@ mod refill;
 mod sequence;
 mod service;
 mod shared;
+mod snowflake;
 mod ticker;
 
 pub use builder::{ClientBuilder, STRICT_DEFAULT};
@@ -86,3 +88,4 @@ pub use error::Error;
 pub use metrics::Metrics;
 pub use policy::CachePolicy;
 pub use sequence::Sequence;
+pub use snowflake::Snowflakes;
