@@ -67,6 +67,10 @@ pub enum Error {
     /// Snowflake ids: the clock reads a millisecond the layout cannot hold.
     #[error("the clock reads {now_ms} ms since 1970, outside the Snowflake layout's time span")]
     OutsideLayout { now_ms: i64 },
+    /// Hybrid logical clock: a remote timestamp is further ahead of this machine's clock than
+    /// the drift allowed; it was not observed.
+    #[error("a remote timestamp is {by_ms} ms ahead of this clock, more than the drift allowed")]
+    RemoteClockAhead { by_ms: u64 },
 }
 
 impl Error {
