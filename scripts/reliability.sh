@@ -33,6 +33,8 @@ lines = [
     "  on after its values left an instance's memory would be a gap no cache size bounds), and in 11",
     "  two more processes use the thick client (`seqvend-client`), their values recorded with the time",
     "  each was handed out.",
+    "- Scenario 12 is about Snowflake ids, which come from no range: nothing is counted as vended or",
+    "  as a gap; its notes say how many ids came from where, all checked unique and increasing per holder.",
     "- Scenario 4 (cancellation) runs inside 1, 2, 3 and 6: the impatient clients, and in 2 a range lock",
     "  held past seqvend's statement timeout. Property tests of name parsing and identifier quoting",
     "  (proptest, 4,000 cases each) run with the unit tests.",

@@ -4,7 +4,6 @@
 
 mod clock;
 mod error;
-mod generator;
 mod layout;
 mod renewer;
 mod snowflake;
@@ -13,7 +12,7 @@ pub mod worker_lease;
 
 pub use clock::Clock;
 pub use error::{IdError, LeaseError};
-pub use layout::{Layout, LayoutError, SnowflakeParts};
+pub use layout::{epoch, Layout, LayoutError, SnowflakeParts};
 pub use renewer::{keep as keep_lease, spawn as spawn_renewer};
 pub use snowflake::Snowflake;
 pub use uuidv7::UuidV7s;

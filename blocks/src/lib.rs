@@ -1,10 +1,12 @@
-//! What both caching tiers of seqvend share: a leased [`Block`] of values, the sliding
-//! [`RateWindow`] that measures use, and the [`RefillRule`] that says when to draw more.
+//! The pure rules seqvend's server and its client crate share: for cached sequences, a leased
+//! [`Block`] of values, the sliding [`RateWindow`] that measures use, and the [`RefillRule`]
+//! that says when to draw more; for Snowflake ids, the [`snowflake`] layout and generator.
 //! No I/O and no clock of its own: callers pass the time, so the rules are tested exactly.
 
 mod block;
 mod rate;
 mod refill;
+pub mod snowflake;
 
 pub use block::Block;
 pub use rate::RateWindow;

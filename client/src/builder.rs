@@ -32,6 +32,8 @@ pub(crate) struct Options {
     pub tick: Duration,
     /// A block is closed this long before its deadline (at least two ticks).
     pub expiry_margin: Duration,
+    /// Snowflake ids: a step of the clock back by at most this much is waited out.
+    pub clock_step_tolerance: Duration,
 }
 
 pub struct ClientBuilder {
@@ -72,6 +74,7 @@ impl ClientBuilder {
                 attempts: 5,
                 tick,
                 expiry_margin: 2 * tick,
+                clock_step_tolerance: Duration::from_millis(5),
             },
             request_timeout: Duration::from_secs(5),
             connect_timeout: Duration::from_secs(2),
@@ -146,6 +149,13 @@ impl ClientBuilder {
     /// How long before its deadline a block is closed (default and least: two ticks).
     pub fn expiry_margin(mut self, margin: Duration) -> Self {
         self.options.expiry_margin = margin;
+        self
+    }
+
+    /// Snowflake ids: how far the wall clock may step back and be waited out, blocking the
+    /// caller (default 5 ms); a larger step is refused until the clock catches up.
+    pub fn clock_step_tolerance(mut self, tolerance: Duration) -> Self {
+        self.options.clock_step_tolerance = tolerance;
         self
     }
 

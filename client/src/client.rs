@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use crate::builder::{ClientBuilder, Options};
 use crate::service::Service;
 use crate::shared::Shared;
-use crate::{refill, ticker, Error, Metrics, Sequence};
+use crate::{refill, ticker, Error, Metrics, Sequence, Snowflakes};
 
 type Sequences = HashMap<Arc<str>, Arc<Shared>>;
 
@@ -27,9 +27,9 @@ pub struct Client {
 
 #[derive(Debug)]
 pub(crate) struct Inner {
-    service: Service,
-    options: Arc<Options>,
-    runtime: Handle,
+    pub service: Service,
+    pub options: Arc<Options>,
+    pub runtime: Handle,
     sequences: ArcSwap<Sequences>,
     /// Serialises the rare insertions into `sequences`.
     adding: Mutex<()>,
@@ -91,6 +91,13 @@ impl Client {
     /// `count` values of `name`, in vend order; see [`Sequence::next_n`].
     pub async fn next_n(&self, name: &str, count: usize) -> Result<Vec<i64>, Error> {
         self.sequence(name).next_n(count).await
+    }
+
+    /// Snowflake ids made in this process under a worker id of its own: leases one now (an
+    /// error if none can be leased) and renews it in the background; see [`Snowflakes`].
+    /// Each call leases another worker id.
+    pub async fn snowflake(&self) -> Result<Snowflakes, Error> {
+        Snowflakes::start(self.inner.clone()).await
     }
 
     /// Counts over every sequence this client has served.

@@ -48,6 +48,29 @@ pub enum Error {
     /// The builder was given something unusable (a bad URL, no tokio runtime).
     #[error("{0}")]
     Config(String),
+    /// Snowflake ids: this client holds no worker id now (its lease was taken over, and a
+    /// new one is being leased).
+    #[error("this client holds no worker id")]
+    NoWorkerId,
+    /// Snowflake ids: no renewal of the worker-id lease got through for 90 % of its length;
+    /// ids resume once one does.
+    #[error("the worker-id lease was not renewed in time")]
+    LeaseLapsed,
+    /// Snowflake ids: the clock reads this far below the last millisecond stamped (or the
+    /// lease's first), beyond the tolerance; ids resume once it catches up.
+    #[error("the clock moved back by {by_ms} ms")]
+    ClockMovedBackwards { by_ms: i64 },
+    /// Snowflake ids: the clock is past the last millisecond the lease covers; a renewal
+    /// raises it.
+    #[error("the clock is ahead of the time the worker-id lease covers")]
+    ClockAheadOfLease,
+    /// Snowflake ids: the clock reads a millisecond the layout cannot hold.
+    #[error("the clock reads {now_ms} ms since 1970, outside the Snowflake layout's time span")]
+    OutsideLayout { now_ms: i64 },
+    /// Hybrid logical clock: a remote timestamp is further ahead of this machine's clock than
+    /// the drift allowed; it was not observed.
+    #[error("a remote timestamp is {by_ms} ms ahead of this clock, more than the drift allowed")]
+    RemoteClockAhead { by_ms: u64 },
 }
 
 impl Error {
@@ -58,7 +81,11 @@ impl Error {
             | Error::Timeout
             | Error::Empty
             | Error::Transport(_)
-            | Error::Protocol(_) => true,
+            | Error::Protocol(_)
+            | Error::NoWorkerId
+            | Error::LeaseLapsed
+            | Error::ClockMovedBackwards { .. }
+            | Error::ClockAheadOfLease => true,
             Error::Service { status, .. } => *status >= 500 || *status == 408 || *status == 429,
             _ => false,
         }

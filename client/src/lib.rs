@@ -1,5 +1,7 @@
 //! The thick client of seqvend: sequence values for applications, served from a local cache
-//! of blocks leased with `POST /sequences/{name}/leases`.
+//! of blocks leased with `POST /sequences/{name}/leases`; and time-ordered ids made in the
+//! process: [`Snowflakes`] under a worker id leased from seqvend, [`uuidv7`]s, and the
+//! timestamps of a hybrid logical clock ([`Hlc`]).
 //!
 //! ```no_run
 //! # async fn example() -> Result<(), seqvend_client::Error> {
@@ -72,17 +74,24 @@ mod builder;
 mod cache;
 mod client;
 mod error;
+mod hlc;
 mod metrics;
 mod policy;
 mod refill;
 mod sequence;
 mod service;
 mod shared;
+mod snowflake;
 mod ticker;
+mod uuidv7;
 
 pub use builder::{ClientBuilder, STRICT_DEFAULT};
 pub use client::Client;
 pub use error::Error;
+pub use hlc::{Hlc, HlcTimestamp, PhysicalClock};
 pub use metrics::Metrics;
 pub use policy::CachePolicy;
 pub use sequence::Sequence;
+pub use snowflake::Snowflakes;
+pub use uuid::Uuid;
+pub use uuidv7::{uuidv7, uuidv7_n};

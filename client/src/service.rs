@@ -1,5 +1,6 @@
-//! The one call this client makes: `POST {url}/sequences/{name}/leases?count=N`, and the
-//! translation of its answers into blocks or an [`Error`].
+//! The calls this client makes: `POST {url}/sequences/{name}/leases?count=N` (here, with the
+//! translation of its answers into blocks or an [`Error`]) and the worker-id leases of
+//! `crate::snowflake::lease`, which share the transport and the refusals.
 
 use std::fmt;
 use std::sync::Arc;
@@ -54,20 +55,45 @@ impl Service {
 
     /// Where `name`'s leases are asked for, its name escaped as one path segment.
     pub fn leases_url(&self, name: &str) -> Url {
+        self.url(&["sequences", name, "leases"])
+    }
+
+    /// `path` under the base URL (segments already escaped).
+    pub fn url(&self, path: &[&str]) -> Url {
         let mut url = self.base.clone();
         if let Ok(mut segments) = url.path_segments_mut() {
-            segments
-                .pop_if_empty()
-                .extend(["sequences", name, "leases"]);
+            segments.pop_if_empty().extend(path);
         }
         url
     }
 
     pub async fn lease(&self, url: &Url, name: &Arc<str>, count: u64) -> Result<Lease, Error> {
-        let response = self
-            .http
-            .post(url.clone())
-            .query(&[("count", count)])
+        let request = self.http.post(url.clone()).query(&[("count", count)]);
+        let body = self.send(request, name).await?;
+        parse_lease(&body)
+    }
+
+    /// POSTs `body` as JSON (or nothing) to `url`: the 200's body, or the refusal as an
+    /// [`Error`] (`about` names what a 404, 409 or 410 is about).
+    pub async fn post(
+        &self,
+        url: Url,
+        body: Option<&serde_json::Value>,
+        about: &Arc<str>,
+    ) -> Result<Vec<u8>, Error> {
+        let mut request = self.http.post(url);
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        self.send(request, about).await
+    }
+
+    async fn send(
+        &self,
+        request: reqwest::RequestBuilder,
+        about: &Arc<str>,
+    ) -> Result<Vec<u8>, Error> {
+        let response = request
             .bearer_auth(&self.token.0)
             .send()
             .await
@@ -76,9 +102,9 @@ impl Service {
         let retry_after = retry_after(response.headers());
         let body = response.bytes().await.map_err(transport)?;
         if status == StatusCode::OK {
-            parse_lease(&body)
+            Ok(body.to_vec())
         } else {
-            Err(refusal(name, status, retry_after, &body))
+            Err(refusal(about, status, retry_after, &body))
         }
     }
 }

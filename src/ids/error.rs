@@ -32,8 +32,8 @@ pub enum LeaseError {
         "the Snowflake layout configured ({}/{}/{} bits, epoch {}) differs from the one ids were \
          issued with ({}/{}/{} bits, epoch {}); ids would collide or mis-decode. Set \
          SEQVEND_SNOWFLAKE_LAYOUT and SEQVEND_SNOWFLAKE_EPOCH to the stored layout",
-        .configured.bits().0, .configured.bits().1, .configured.bits().2, .configured.epoch().to_rfc3339(),
-        .stored.bits().0, .stored.bits().1, .stored.bits().2, .stored.epoch().to_rfc3339()
+        .configured.bits().0, .configured.bits().1, .configured.bits().2, super::epoch(.configured).to_rfc3339(),
+        .stored.bits().0, .stored.bits().1, .stored.bits().2, super::epoch(.stored).to_rfc3339()
     )]
     LayoutMismatch { configured: Layout, stored: Layout },
     /// The database cannot serve now: down, restarting, failing over, overloaded, too slow.

@@ -6,10 +6,10 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use seqvend_blocks::snowflake::{Generator, Hold, Layout};
+
 use super::clock::Clock;
 use super::error::IdError;
-use super::generator::{Generator, Hold};
-use super::layout::Layout;
 use super::worker_lease::Lease;
 use crate::metrics::Metrics;
 

@@ -338,6 +338,8 @@ async fn a_client_leases_a_worker_id_of_its_own_and_renews_it_with_its_holder_to
     let worker = lease.body["worker_id"].as_u64().unwrap();
     assert_ne!(worker, u64::from(own));
     assert_eq!(lease.body["layout"]["worker_bits"], 10);
+    assert_eq!(lease.body["ttl_seconds"], 30.0);
+    assert_eq!(lease.body["layout"]["epoch_ms"], Layout::DEFAULT.epoch_ms());
     let (not_before, not_after) = (
         lease.body["not_before_ms"].as_i64().unwrap(),
         lease.body["not_after_ms"].as_i64().unwrap(),

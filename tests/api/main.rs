@@ -6,6 +6,7 @@ mod caching;
 mod carrier_vectors;
 mod cli;
 mod client;
+mod client_ids;
 mod coalescing;
 mod concurrency;
 mod deploy;

@@ -82,63 +82,6 @@ async fn caching_instances_killed_under_load_lose_at_most_their_cache_and_never_
     );
 }
 
-/// An application process using `seqvend-client` (the client crate's `client_record`
-/// example, built beside this test by `cargo build --workspace --examples`): values of
-/// `sequence` through `address`, each written with the time it was handed out.
-struct ClientProcess {
-    child: std::process::Child,
-    out: std::path::PathBuf,
-}
-
-impl ClientProcess {
-    fn start(address: &str, sequence: &str, rate: u32) -> Self {
-        let examples = std::env::current_exe()
-            .unwrap()
-            .parent()
-            .and_then(|deps| deps.parent())
-            .unwrap()
-            .join("examples");
-        let program = examples.join("client_record");
-        assert!(
-            program.exists(),
-            "{} is missing: build it with `cargo build --workspace --examples` (scripts/test.sh does)",
-            program.display()
-        );
-        let out = crate::scratch::scratch_dir("client").with_extension("values");
-        let child = std::process::Command::new(program)
-            .env("SEQVEND_URL", address)
-            .env("SEQVEND_TOKEN", VEND)
-            .env("SEQUENCE", sequence)
-            .env("RATE", rate.to_string())
-            .env("OUT", &out)
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("client process started");
-        Self { child, out }
-    }
-
-    /// SIGTERM (the process flushes what it wrote), then its values as (unix ms, value).
-    fn stop(mut self) -> Vec<(u128, i64)> {
-        let stopped = std::process::Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(stopped.success());
-        assert!(
-            self.child.wait().unwrap().success(),
-            "the client process failed"
-        );
-        let text = std::fs::read_to_string(&self.out).unwrap();
-        let _ = std::fs::remove_file(&self.out);
-        text.lines()
-            .map(|line| {
-                let (at, value) = line.split_once(' ').unwrap();
-                (at.parse().unwrap(), value.parse().unwrap())
-            })
-            .collect()
-    }
-}
-
 fn unix_ms() -> u128 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -175,8 +118,16 @@ async fn instances_and_client_processes_through_kills_a_crash_and_a_retirement_n
     // A busy process and a slow one: the slow one's blocks outlast their leases, so it is the
     // one that must stop at a lease's end rather than at a block's.
     let processes = [
-        ClientProcess::start(&instances[0].address(), "mixed", 2_000),
-        ClientProcess::start(&instances[1].address(), "mixed", 50),
+        ClientProcess::start(
+            "client_record",
+            &instances[0].address(),
+            &[("SEQUENCE", "mixed"), ("RATE", "2000")],
+        ),
+        ClientProcess::start(
+            "client_record",
+            &instances[1].address(),
+            &[("SEQUENCE", "mixed"), ("RATE", "50")],
+        ),
     ];
     let load = Load {
         clients: 12,

@@ -241,8 +241,18 @@ impl Seqvend {
 
     /// SIGKILL, then a new process on the same port; returns how long until it was ready.
     pub async fn kill_and_restart(&mut self) -> Duration {
+        self.kill();
+        self.restart().await
+    }
+
+    /// SIGKILL: the process vanishes without handing back what it holds.
+    pub fn kill(&mut self) {
         self.child.kill().unwrap();
         self.child.wait().unwrap();
+    }
+
+    /// A new process on the same port (after `kill`); returns how long until it was ready.
+    pub async fn restart(&mut self) -> Duration {
         let started = Instant::now();
         self.child = spawn(&self.database_url, self.port, &self.env);
         self.wait_ready().await;
@@ -282,6 +292,62 @@ fn spawn(database_url: &str, port: u16, env: &[(String, String)]) -> Child {
         .stderr(if log { Stdio::inherit() } else { Stdio::null() })
         .spawn()
         .expect("seqvend starts")
+}
+
+/// An application process using `seqvend-client` (one of the client crate's examples, built
+/// beside this test by `cargo build --workspace --examples`) through `address`, writing one
+/// line per value or id it was given, `<unix ms> <value>`.
+pub struct ClientProcess {
+    child: Child,
+    out: PathBuf,
+}
+
+impl ClientProcess {
+    pub fn start(example: &str, address: &str, env: &[(&str, &str)]) -> Self {
+        let examples = std::env::current_exe()
+            .unwrap()
+            .parent()
+            .and_then(|deps| deps.parent())
+            .unwrap()
+            .join("examples");
+        let program = examples.join(example);
+        assert!(
+            program.exists(),
+            "{} is missing: build it with `cargo build --workspace --examples` (scripts/test.sh does)",
+            program.display()
+        );
+        let out = scratch_dir("client").with_extension("values");
+        let child = Command::new(program)
+            .env("SEQVEND_URL", address)
+            .env("SEQVEND_TOKEN", VEND)
+            .env("OUT", &out)
+            .envs(env.iter().copied())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("client process started");
+        Self { child, out }
+    }
+
+    /// SIGTERM (the process flushes what it wrote), then its lines as (unix ms, value).
+    pub fn stop(mut self) -> Vec<(u128, i64)> {
+        let stopped = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(stopped.success());
+        assert!(
+            self.child.wait().unwrap().success(),
+            "the client process failed"
+        );
+        let text = std::fs::read_to_string(&self.out).unwrap();
+        let _ = std::fs::remove_file(&self.out);
+        text.lines()
+            .map(|line| {
+                let (at, value) = line.split_once(' ').unwrap();
+                (at.parse().unwrap(), value.parse().unwrap())
+            })
+            .collect()
+    }
 }
 
 /// Admin calls.

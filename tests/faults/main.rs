@@ -5,6 +5,7 @@
 
 mod caching;
 mod harness;
+mod ids;
 mod scenarios;
 #[path = "../common/scratch.rs"]
 mod scratch;

@@ -3,7 +3,7 @@
 //! below the last one issued is never stamped, and nothing beyond `not_after_ms`, the bound
 //! the lease made durable.
 
-use super::layout::Layout;
+use super::Layout;
 
 #[derive(Debug)]
 pub struct Generator {
@@ -39,6 +39,18 @@ impl Generator {
             sequence: layout.max_sequence(),
             not_after_ms,
         }
+    }
+
+    /// This generator once `id`, one of its own, has been issued: for a holder that keeps
+    /// only its last id (in one atomic) and rebuilds the generator around it per id.
+    pub fn after(mut self, id: i64) -> Self {
+        if let Some(parts) = self.layout.decompose(id) {
+            debug_assert_eq!(parts.worker_id, self.worker_id, "another worker id's id");
+            if parts.timestamp_ms >= self.last_ms {
+                (self.last_ms, self.sequence) = (parts.timestamp_ms, parts.sequence);
+            }
+        }
+        self
     }
 
     pub fn worker_id(&self) -> u32 {
@@ -136,5 +148,15 @@ mod tests {
         assert_eq!(g.next(T + 30_001, 5), Err(Hold::PastLease));
         g.extend(T + 40_000);
         assert!(g.next(T + 30_001, 5).is_ok());
+    }
+
+    #[test]
+    fn a_generator_rebuilt_after_its_last_id_goes_on_where_it_stood() {
+        let mut g = generator();
+        let last = (0..3).map(|_| g.next(T + 10, 5).unwrap()).last().unwrap();
+        let mut rebuilt = generator().after(last);
+        assert_eq!(rebuilt.last_ms(), T + 10);
+        assert_eq!(rebuilt.next(T + 10, 5), g.next(T + 10, 5));
+        assert_eq!(rebuilt.next(T + 4, 5), Err(Hold::Backwards { by_ms: 6 }));
     }
 }
