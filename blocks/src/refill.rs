@@ -20,13 +20,10 @@ impl RefillRule {
         (wanted as u64).max(self.min).min(self.size / 2)
     }
 
-    /// True when the rate calls for more than the cache can buffer: `size` is too small.
-    pub fn undersized(&self, per_second: f64) -> bool {
-        per_second * self.buffer_seconds as f64 > (self.size / 2) as f64
-    }
-
-    pub fn needs_refill(&self, held: u64, per_second: f64) -> bool {
-        held < self.mark(per_second) || held == 0
+    /// The rate is asked for only when it can matter: holding half the size or more, no
+    /// refill is due whatever the rate (the mark never exceeds it).
+    pub fn needs_refill(&self, held: u64, per_second: impl FnOnce() -> f64) -> bool {
+        held == 0 || (held < self.size / 2 && held < self.mark(per_second()))
     }
 
     /// How many values a refill draws: back up to `size`.
@@ -49,16 +46,14 @@ mod tests {
     fn the_mark_follows_the_rate_between_min_and_half_the_size() {
         assert_eq!(RULE.mark(0.0), 100);
         assert_eq!(RULE.mark(50.0), 250);
-        assert!(!RULE.undersized(100.0));
         assert_eq!(RULE.mark(101.0), 500);
-        assert!(RULE.undersized(101.0));
         assert_eq!(RULE.mark(f64::INFINITY), 500);
     }
 
     #[test]
     fn a_refill_starts_below_the_mark_and_tops_up_to_size() {
-        assert!(!RULE.needs_refill(250, 50.0));
-        assert!(RULE.needs_refill(249, 50.0));
+        assert!(!RULE.needs_refill(250, || 50.0));
+        assert!(RULE.needs_refill(249, || 50.0));
         assert_eq!(RULE.top_up(249), 751);
         assert_eq!(RULE.top_up(2000), 0);
     }
@@ -70,7 +65,7 @@ mod tests {
             buffer_seconds: 0,
             min: 0,
         };
-        assert!(lazy.needs_refill(0, 0.0));
-        assert!(!lazy.needs_refill(1, 0.0));
+        assert!(lazy.needs_refill(0, || 0.0));
+        assert!(!lazy.needs_refill(1, || 0.0));
     }
 }

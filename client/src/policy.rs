@@ -131,7 +131,7 @@ impl Planner {
     /// so a refill never draws a trickle.
     pub fn lease_count(&self, held: u64, rate: f64, floor: u64) -> Option<u64> {
         let rule = self.rule(rate);
-        let needed = rule.needs_refill(held, rate) || held < floor;
+        let needed = rule.needs_refill(held, || rate) || held < floor;
         needed.then(|| {
             let top_up = rule.top_up(held).max(floor.saturating_sub(held));
             top_up.clamp(1, MAX_LEASE)

@@ -34,7 +34,7 @@ pub struct InstanceCache {
 }
 
 struct Shared {
-    holder: Holder,
+    /// This instance's name on its leases.
     holder_name: Arc<str>,
     vender: Vender,
     registry: PgPool,
@@ -56,7 +56,6 @@ impl InstanceCache {
         let holder_name: Arc<str> = format!("instance:{}", uuid::Uuid::new_v4()).into();
         Self {
             shared: Arc::new(Shared {
-                holder: Holder::Instance(holder_name.clone()),
                 holder_name,
                 vender,
                 registry,
@@ -121,11 +120,6 @@ impl InstanceCache {
             .values_vended
             .with_label_values(&[name.as_str()])
             .inc_by(values as u64);
-    }
-
-    /// Values this instance holds for `name` (0 if it caches none).
-    pub fn held(&self, name: &str) -> u64 {
-        self.read().get(name).map_or(0, |r| r.held())
     }
 
     /// The sequence was retired or its policy changed: hand out nothing more of it, then
@@ -217,7 +211,12 @@ impl InstanceCache {
         let ttl = shared.settings.instance_lease;
         let leased = shared
             .vender
-            .lease(name.clone(), count, shared.holder.clone(), ttl)
+            .lease(
+                name.clone(),
+                count,
+                Holder::Instance(shared.holder_name.clone()),
+                ttl,
+            )
             .await;
         let (end, lease, label) = match leased {
             Ok(Leased::Granted(lease)) => (

@@ -191,10 +191,6 @@ impl Reservoir {
         }
     }
 
-    pub fn held(&self) -> u64 {
-        self.lock().held
-    }
-
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         // Every change under the lock leaves the state whole, even if a panic cut it short.
         self.state.lock().unwrap_or_else(|p| p.into_inner())
@@ -245,7 +241,7 @@ impl State {
         if self.retry_at.is_some_and(|at| now < at) {
             return false;
         }
-        short || self.rule.needs_refill(self.held, self.rate(now))
+        short || self.rule.needs_refill(self.held, || self.rate(now))
     }
 
     fn serve(&mut self, count: u64, now: Instant) -> Vec<i64> {
