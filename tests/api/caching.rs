@@ -303,3 +303,21 @@ async fn a_partitioned_instance_serves_its_cache_until_its_lease_lapses_and_neve
         .unwrap();
     assert!(!released, "B could not release: its lease expired");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_gracefully_stopped_instance_releases_its_cached_leases() {
+    let db = TestDb::shared().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    create_cached(&app, "g", 1, 1_000_000, 1000).await;
+    app.next_value("g").await;
+    assert_eq!(
+        leases(&db, "g").await,
+        vec![("instance".to_string(), 1000, false)]
+    );
+    app.stopped().await;
+    // Released, not left to expire: a retirement need not wait for this instance.
+    assert_eq!(
+        leases(&db, "g").await,
+        vec![("instance".to_string(), 1000, true)]
+    );
+}
