@@ -21,9 +21,8 @@ pub fn spawn(
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         loop {
-            if let Err(err) = listen(&registry, &cache, &catalog).await {
-                tracing::warn!(error = %err, "lost the cache-change notifications; reconnecting");
-            }
+            let lost = listen(&registry, &cache, &catalog).await.err();
+            tracing::warn!(error = ?lost, "lost the cache-change notifications; reconnecting");
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
     })
@@ -45,8 +44,10 @@ async fn listen(
                     tracing::warn!(error = %err, payload = notification.payload(), "unreadable cache change")
                 }
             },
-            // The connection was lost and is re-opened by the next call: catch up.
-            None => catch_up(cache, catalog).await,
+            // The connection was lost. Catching up now would forget the catalog while the
+            // database may be unreachable, and cached sequences could no longer be served
+            // from memory: open a new listener first, and catch up once it listens.
+            None => return Ok(()),
         }
     }
 }
