@@ -27,6 +27,11 @@ pub use openapi::ApiDoc;
 /// Routes with a `{name}` segment are matched by regular expression, in the order they are
 /// registered: the vend route comes first, so the hot path costs one match. Routes served by
 /// the registry pool answer 503 past the registry deadline.
+/// `/metrics`: on the main listener, or alone on its own address (`SEQVEND_METRICS_LISTEN`).
+pub fn metrics_route(cfg: &mut web::ServiceConfig) {
+    cfg.service(resource("/metrics", "GET").route(web::get().to(health::metrics)));
+}
+
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.service(resource("/sequences/{name}/next", "POST").route(web::post().to(vend::next)))
         .service(
@@ -40,7 +45,6 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
                 .route(web::get().to(health::readyz))
                 .wrap(from_fn(deadline::bound)),
         )
-        .service(resource("/metrics", "GET").route(web::get().to(health::metrics)))
         .service(resource("/openapi.json", "GET").route(web::get().to(openapi::document)))
         .service(
             resource("/sequences", "GET, POST")

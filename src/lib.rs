@@ -20,5 +20,5 @@ pub mod request_log;
 pub mod settings;
 pub mod startup;
 pub mod telemetry;
+pub mod usage;
 pub mod vend;
-pub mod watch;

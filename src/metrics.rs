@@ -1,11 +1,22 @@
 //! Prometheus metrics, one registry per running application (so tests can run many).
 //! Names follow Prometheus conventions: `seqvend_` prefix, `_total` counters, `_seconds`.
-//! Labels are bounded: routes are matched templates, sequences are the registry's names.
+//! Labels are bounded: routes are matched templates, and at most `sequence_limit` sequences
+//! get series of their own (the rest share `sequence="_other"`).
+
+use std::collections::HashSet;
+use std::sync::RwLock;
 
 use prometheus::{
-    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
+    Encoder, GaugeVec, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
     IntGaugeVec, Opts, Registry, TextEncoder,
 };
+
+/// The `sequence` label of whatever is summed beyond the sequences with series of their own
+/// (not a valid sequence name, so it never collides with one).
+pub const OTHER_SEQUENCES: &str = "_other";
+
+/// Sequences with series of their own unless configured otherwise.
+pub const DEFAULT_SEQUENCE_LIMIT: usize = 100;
 
 /// Request latencies we actually see: sub-millisecond coalesced vends up to 503s at ~1 s.
 const LATENCY_BUCKETS: &[f64] = &[
@@ -14,10 +25,18 @@ const LATENCY_BUCKETS: &[f64] = &[
 
 pub struct Metrics {
     registry: Registry,
+    sequence_limit: usize,
+    /// The sequences `values_vended` counts under their own name: the first
+    /// `sequence_limit` this instance vended (a counter must keep its series to be read).
+    vended_labels: RwLock<HashSet<String>>,
     pub http_requests: HistogramVec,
-    pub values_vended: IntCounterVec,
+    values_vended: IntCounterVec,
     pub remaining: IntGaugeVec,
     pub capacity: IntGaugeVec,
+    pub usage_per_second: GaugeVec,
+    pub seconds_until_exhausted: GaugeVec,
+    pub alert: IntGaugeVec,
+    pub cache_held: IntGauge,
     pub vend_batch_requests: Histogram,
     pub vend_statement_seconds: Histogram,
     pub vend_rejected: IntCounter,
@@ -36,6 +55,12 @@ pub struct Metrics {
 
 impl Metrics {
     pub fn new() -> Self {
+        Self::with_sequence_limit(DEFAULT_SEQUENCE_LIMIT)
+    }
+
+    /// At most `sequence_limit` sequences get series of their own in each per-sequence
+    /// family (`SEQVEND_METRICS_SEQUENCES`).
+    pub fn with_sequence_limit(sequence_limit: usize) -> Self {
         let registry = Registry::new();
         let http_requests = HistogramVec::new(
             HistogramOpts::new(
@@ -49,26 +74,60 @@ impl Metrics {
         let values_vended = IntCounterVec::new(
             Opts::new(
                 "seqvend_values_vended_total",
-                "Values handed out, per sequence.",
+                "Values handed out, per sequence (the first sequences this instance vended, up \
+                 to the sequence limit; the rest under sequence=\"_other\").",
             ),
             &["sequence"],
         )
         .expect("valid metric");
         let remaining = IntGaugeVec::new(
             Opts::new(
-                "seqvend_sequence_remaining_values",
+                "seqvend_sequence_remaining",
                 "Values still to vend across a sequence's active and pending ranges \
-                 (refreshed periodically; saturates at i64::MAX).",
+                 (refreshed every sampling round; saturates at i64::MAX).",
             ),
             &["sequence"],
         )
         .expect("valid metric");
         let capacity = IntGaugeVec::new(
             Opts::new(
-                "seqvend_sequence_capacity_values",
-                "Values a sequence's ranges held when added (saturates at i64::MAX).",
+                "seqvend_sequence_capacity",
+                "Values a sequence's active and pending ranges held when added \
+                 (saturates at i64::MAX).",
             ),
             &["sequence"],
+        )
+        .expect("valid metric");
+        let usage_per_second = GaugeVec::new(
+            Opts::new(
+                "seqvend_sequence_usage_per_second",
+                "Values a sequence used per second over the window (1h, 24h), counted from \
+                 PostgreSQL: every instance and client lease included.",
+            ),
+            &["sequence", "window"],
+        )
+        .expect("valid metric");
+        let seconds_until_exhausted = GaugeVec::new(
+            Opts::new(
+                "seqvend_sequence_seconds_until_exhausted",
+                "When a sequence's active and pending ranges run out at the last day's rate; \
+                 absent while it is not being used.",
+            ),
+            &["sequence"],
+        )
+        .expect("valid metric");
+        let alert = IntGaugeVec::new(
+            Opts::new(
+                "seqvend_sequence_alert",
+                "1 while a sequence crosses its alert threshold of this kind (remaining_below, \
+                 days_left_below), else 0; for sequence=\"_other\", how many of the rest do.",
+            ),
+            &["sequence", "kind"],
+        )
+        .expect("valid metric");
+        let cache_held = IntGauge::new(
+            "seqvend_cache_held_values",
+            "Values this instance holds in its cache, leased and not yet handed out.",
         )
         .expect("valid metric");
         let vend_batch_requests = Histogram::with_opts(
@@ -176,10 +235,16 @@ impl Metrics {
         .expect("valid metric");
         let metrics = Self {
             registry,
+            sequence_limit,
+            vended_labels: RwLock::new(HashSet::new()),
             http_requests,
             values_vended,
             remaining,
             capacity,
+            usage_per_second,
+            seconds_until_exhausted,
+            alert,
+            cache_held,
             vend_batch_requests,
             vend_statement_seconds,
             vend_rejected,
@@ -200,11 +265,15 @@ impl Metrics {
     }
 
     fn register_all(&self) {
-        let collectors: [Box<dyn prometheus::core::Collector>; 18] = [
+        let collectors: [Box<dyn prometheus::core::Collector>; 22] = [
             Box::new(self.http_requests.clone()),
             Box::new(self.values_vended.clone()),
             Box::new(self.remaining.clone()),
             Box::new(self.capacity.clone()),
+            Box::new(self.usage_per_second.clone()),
+            Box::new(self.seconds_until_exhausted.clone()),
+            Box::new(self.alert.clone()),
+            Box::new(self.cache_held.clone()),
             Box::new(self.vend_batch_requests.clone()),
             Box::new(self.vend_statement_seconds.clone()),
             Box::new(self.vend_rejected.clone()),
@@ -225,6 +294,37 @@ impl Metrics {
                 .register(collector)
                 .expect("metric names are unique");
         }
+    }
+
+    /// Most sequences with series of their own in each per-sequence family.
+    pub fn sequence_limit(&self) -> usize {
+        self.sequence_limit
+    }
+
+    /// Counts `values` handed out of `sequence`.
+    pub fn count_vended(&self, sequence: &str, values: u64) {
+        let known = self
+            .vended_labels
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(sequence);
+        let label = if known {
+            sequence
+        } else {
+            let mut labels = self
+                .vended_labels
+                .write()
+                .unwrap_or_else(|p| p.into_inner());
+            if labels.len() < self.sequence_limit {
+                labels.insert(sequence.to_owned());
+                sequence
+            } else {
+                OTHER_SEQUENCES
+            }
+        };
+        self.values_vended
+            .with_label_values(&[label])
+            .inc_by(values);
     }
 
     pub fn render(&self) -> String {

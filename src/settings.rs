@@ -18,6 +18,8 @@ pub struct Settings {
     pub database_url: Option<String>,
     pub data_dir: PathBuf,
     pub listen: SocketAddr,
+    /// Serve `/metrics` here instead of on `listen` (e.g. a port only Prometheus reaches).
+    pub metrics_listen: Option<SocketAddr>,
     pub workers: usize,
     pub tokens: Tokens,
     pub log_json: bool,
@@ -35,6 +37,7 @@ impl fmt::Debug for Settings {
             database_url,
             data_dir,
             listen,
+            metrics_listen,
             workers,
             tokens,
             log_json,
@@ -48,6 +51,7 @@ impl fmt::Debug for Settings {
             .field("database_url", &database_url.as_deref().map(redact_url))
             .field("data_dir", data_dir)
             .field("listen", listen)
+            .field("metrics_listen", metrics_listen)
             .field("workers", workers)
             .field("tokens", tokens)
             .field("log_json", log_json)
@@ -126,10 +130,11 @@ pub struct VendSettings {
 
 #[derive(Debug, Clone)]
 pub struct WatchSettings {
-    /// How often the remaining-values gauges are refreshed.
+    /// How often usage is sampled, alerts judged and the sequence gauges refreshed.
     pub interval: Duration,
-    /// Warn when a sequence has at most this fraction of its capacity left.
-    pub low_water: f64,
+    /// Most sequences with series of their own in the per-sequence metrics (the most urgent
+    /// ones); the rest are summed under `sequence="_other"`.
+    pub metrics_sequences: usize,
 }
 
 #[derive(Debug, Clone)]
@@ -223,8 +228,8 @@ impl Default for VendSettings {
 impl Default for WatchSettings {
     fn default() -> Self {
         Self {
-            interval: Duration::from_secs(15),
-            low_water: 0.1,
+            interval: Duration::from_secs(10),
+            metrics_sequences: 100,
         }
     }
 }
@@ -284,7 +289,7 @@ impl Settings {
                 get("SEQVEND_WATCH_INTERVAL_S"),
                 watch.interval.as_secs(),
             )?),
-            low_water: parse(get("SEQVEND_LOW_WATER"), watch.low_water)?,
+            metrics_sequences: parse(get("SEQVEND_METRICS_SEQUENCES"), watch.metrics_sequences)?,
         };
         let ids = id_settings(&get)?;
         let cache = cache_settings(&get)?;
@@ -297,6 +302,12 @@ impl Settings {
             listen: listen
                 .parse()
                 .with_context(|| format!("SEQVEND_LISTEN={listen:?}"))?,
+            metrics_listen: var("SEQVEND_METRICS_LISTEN")
+                .map(|raw| {
+                    raw.parse()
+                        .with_context(|| format!("SEQVEND_METRICS_LISTEN={raw:?}"))
+                })
+                .transpose()?,
             workers: parse(get("SEQVEND_WORKERS"), default_workers())?,
             tokens,
             log_json: var("SEQVEND_LOG_FORMAT").is_some_and(|f| f.eq_ignore_ascii_case("json")),

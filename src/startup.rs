@@ -17,11 +17,13 @@ use crate::registry::Catalog;
 use crate::request_log;
 use crate::settings::Settings;
 use crate::vend::Vender;
-use crate::{db, migrate, watch};
+use crate::{db, migrate, usage};
 
 pub struct Application {
     port: u16,
     server: Server,
+    /// The listener serving only `/metrics`, when it has its own address.
+    metrics_server: Option<(u16, actix_web::dev::ServerHandle)>,
     registry: sqlx::PgPool,
     snowflake: Arc<Snowflake>,
     cache: InstanceCache,
@@ -56,7 +58,9 @@ impl Application {
         let (registry, vend_pool) = db::pools(database_url, &settings.database)?;
         db::wait_until_reachable(&registry, settings.database.startup_patience).await?;
         migrate::run(&registry).await?;
-        let metrics = Arc::new(Metrics::new());
+        let metrics = Arc::new(Metrics::with_sequence_limit(
+            settings.watch.metrics_sequences,
+        ));
         let vender = Vender::start(vend_pool.clone(), metrics.clone(), settings.vend.clone());
         let catalog = Arc::new(Catalog::new(settings.vend.statement_deadline));
         let cache = InstanceCache::new(
@@ -68,7 +72,7 @@ impl Application {
         );
         let keeper = cache::spawn_keeper(cache.clone());
         let notifications = cache::spawn_listener(registry.clone(), cache.clone(), catalog.clone());
-        watch::spawn(registry.clone(), metrics.clone(), settings.watch.clone());
+        let sampler = usage::spawn(registry.clone(), metrics.clone(), settings.watch.clone());
         let (snowflake, renewer) =
             start_snowflake(&registry, &metrics, settings, clock.clone()).await?;
         let uuids = UuidV7s::new(clock, metrics.clone());
@@ -91,6 +95,11 @@ impl Application {
             registry_deadline: web::Data::new(handlers::RegistryDeadline(
                 settings.vend.statement_deadline,
             )),
+            metrics_here: settings.metrics_listen.is_none(),
+        };
+        let metrics_server = match settings.metrics_listen {
+            None => None,
+            Some(address) => Some(serve_metrics_alone(address, &state)?),
         };
         // Process signals are `main`'s: actix would take SIGINT as a forced shutdown.
         let server = HttpServer::new(move || build_app(&state))
@@ -102,15 +111,21 @@ impl Application {
         Ok(Self {
             port,
             server,
+            metrics_server,
             registry: registry_for_shutdown,
             snowflake: snowflake_for_shutdown,
             cache,
-            tasks: BackgroundTasks(vec![renewer, keeper, notifications]),
+            tasks: BackgroundTasks(vec![renewer, keeper, notifications, sampler]),
         })
     }
 
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// The port serving `/metrics` alone, when it has its own address.
+    pub fn metrics_port(&self) -> Option<u16> {
+        self.metrics_server.as_ref().map(|(port, _)| *port)
     }
 
     pub fn handle(&self) -> actix_web::dev::ServerHandle {
@@ -125,6 +140,9 @@ impl Application {
     /// within a few seconds expires unrenewed instead.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         let served = self.server.await;
+        if let Some((_, metrics_server)) = &self.metrics_server {
+            metrics_server.stop(true).await;
+        }
         drop(self.tasks);
         let release = async {
             self.cache.release_all().await;
@@ -181,6 +199,34 @@ struct AppState {
     id_settings: web::Data<crate::settings::IdSettings>,
     tokens: web::Data<Tokens>,
     registry_deadline: web::Data<handlers::RegistryDeadline>,
+    /// Whether the main listener serves `/metrics` (no address of its own given).
+    metrics_here: bool,
+}
+
+/// Serves `/metrics` alone on `address`; returns its port and handle.
+fn serve_metrics_alone(
+    address: std::net::SocketAddr,
+    state: &AppState,
+) -> anyhow::Result<(u16, actix_web::dev::ServerHandle)> {
+    let listener = TcpListener::bind(address)?;
+    let port = listener.local_addr()?.port();
+    let state = state.clone();
+    let server = HttpServer::new(move || {
+        App::new()
+            .app_data(state.metrics.clone())
+            .app_data(state.vend_pool.clone())
+            .app_data(state.registry.clone())
+            .app_data(state.cache.clone())
+            .configure(handlers::metrics_route)
+            .default_service(web::to(handlers::not_found))
+    })
+    .disable_signals()
+    .workers(1)
+    .listen(listener)?
+    .run();
+    let handle = server.handle();
+    tokio::spawn(server);
+    Ok((port, handle))
 }
 
 fn build_app(
@@ -212,5 +258,10 @@ fn build_app(
         .app_data(handlers::query_config())
         .app_data(handlers::path_config())
         .configure(handlers::routes)
+        .configure(|cfg| {
+            if state.metrics_here {
+                handlers::metrics_route(cfg);
+            }
+        })
         .default_service(web::to(handlers::not_found))
 }

@@ -116,10 +116,7 @@ impl InstanceCache {
             false => metrics.cache_hits.inc(),
             true => metrics.cache_waits.inc(),
         }
-        metrics
-            .values_vended
-            .with_label_values(&[name.as_str()])
-            .inc_by(values as u64);
+        metrics.count_vended(name.as_str(), values as u64);
     }
 
     /// The sequence was retired or its policy changed: hand out nothing more of it, then
@@ -186,6 +183,11 @@ impl InstanceCache {
             .entry(name.as_str().to_owned())
             .or_insert_with(|| Arc::new(Reservoir::new(policy.rule(), Instant::now())))
             .clone()
+    }
+
+    /// Values this instance holds, across its cached sequences.
+    pub fn held_values(&self) -> u64 {
+        self.read().values().map(|reservoir| reservoir.held()).sum()
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<String, Arc<Reservoir>>> {

@@ -165,6 +165,11 @@ impl Reservoir {
         rejected
     }
 
+    /// Values held and not yet handed out.
+    pub fn held(&self) -> u64 {
+        self.lock().held
+    }
+
     /// Hands out nothing more; returns the values dropped.
     pub fn close(&self, why: Closed) -> u64 {
         let mut state = self.lock();

@@ -9,7 +9,7 @@ use serde_json::{json, Map, Value};
 
 use super::client::{Answer, CliError, Client};
 use super::render;
-use super::{Remote, Sequences, Server};
+use super::{AlertArgs, Remote, Sequences, Server};
 
 /// Exit status when seqvend refused or could not be reached (2 is left to usage errors).
 const FAILED: i32 = 1;
@@ -151,6 +151,7 @@ fn plan_sequences(command: Sequences) -> Request {
             cache_size,
             buffer_seconds,
             cache_min,
+            alerts,
         } => {
             let mut body = Map::new();
             body.insert("name".into(), json!(name));
@@ -163,6 +164,7 @@ fn plan_sequences(command: Sequences) -> Request {
             if let Some(size) = cache_size {
                 body.insert("cache".into(), cache(size, buffer_seconds, cache_min));
             }
+            insert_some(&mut body, "alerts", alert_thresholds(&alerts));
             Request::new(Method::POST, &["sequences"], render::sequence).body(Value::Object(body))
         }
         Sequences::AddRange { name, min, max } => {
@@ -179,9 +181,36 @@ fn plan_sequences(command: Sequences) -> Request {
             cache_size,
             buffer_seconds,
             min,
-        } => Request::new(Method::PATCH, &["sequences", &name], render::sequence)
-            .body(json!({"cache": cache(cache_size, buffer_seconds, min)})),
+            alerts,
+        } => {
+            let mut body = Map::new();
+            if let Some(size) = cache_size {
+                body.insert("cache".into(), cache(size, buffer_seconds, min));
+            }
+            insert_some(&mut body, "alerts", alert_thresholds(&alerts));
+            Request::new(Method::PATCH, &["sequences", &name], render::sequence)
+                .body(Value::Object(body))
+        }
     }
+}
+
+/// Alert thresholds as the API takes them, when either is given.
+fn alert_thresholds(alerts: &AlertArgs) -> Option<Value> {
+    if alerts.alert_remaining_below.is_none() && alerts.alert_days_left_below.is_none() {
+        return None;
+    }
+    let mut thresholds = Map::new();
+    insert_some(
+        &mut thresholds,
+        "remaining_below",
+        alerts.alert_remaining_below,
+    );
+    insert_some(
+        &mut thresholds,
+        "days_left_below",
+        alerts.alert_days_left_below,
+    );
+    Some(Value::Object(thresholds))
 }
 
 /// A cache policy as the API takes it; what is not given is left to the server's defaults.

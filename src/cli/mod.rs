@@ -121,6 +121,8 @@ pub enum Sequences {
         /// Refill below this many values whatever the rate [server default: size/5].
         #[arg(long, requires = "cache_size")]
         cache_min: Option<u64>,
+        #[command(flatten)]
+        alerts: AlertArgs,
     },
     /// Add a range [MIN, MAX]: used once the ranges before it run out (admin token).
     AddRange {
@@ -133,19 +135,35 @@ pub enum Sequences {
     /// Retire a sequence for good: it vends nothing more, and its name is never reused
     /// (admin token).
     Retire { name: String },
-    /// Change a sequence's cache policy (admin token).
+    /// Change a sequence's cache policy, its alert thresholds, or both (admin token).
+    #[command(group(clap::ArgGroup::new("setting").required(true).multiple(true)
+        .args(["cache_size", "alert_remaining_below", "alert_days_left_below"])))]
     Set {
         name: String,
         /// Cache up to this many values per instance; 0 makes it strict.
         #[arg(long)]
-        cache_size: u64,
+        cache_size: Option<u64>,
         /// Seconds of use each instance keeps in hand [server default: 30].
-        #[arg(long)]
+        #[arg(long, requires = "cache_size")]
         buffer_seconds: Option<u64>,
         /// Refill below this many values whatever the rate [server default: size/5].
-        #[arg(long)]
+        #[arg(long, requires = "cache_size")]
         min: Option<u64>,
+        #[command(flatten)]
+        alerts: AlertArgs,
     },
+}
+
+/// Alert thresholds; giving either sets both, the other to its default.
+#[derive(Debug, clap::Args)]
+pub struct AlertArgs {
+    /// Alert while fewer values than this remain; 0: off [server default: 10% of capacity].
+    #[arg(long)]
+    alert_remaining_below: Option<u64>,
+    /// Alert while the sequence runs out within this many days at the last day's rate;
+    /// 0: off [server default: 14].
+    #[arg(long)]
+    alert_days_left_below: Option<f64>,
 }
 
 /// Where the running seqvend is and how to speak to it.

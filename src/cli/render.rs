@@ -69,6 +69,40 @@ fn next_value(sequence: &Value) -> String {
         .map_or_else(|| "-".to_owned(), |r| cell(&r["next"]))
 }
 
+/// Days until the sequence runs out at the last day's rate, marked `!` while under its
+/// `days_left_below` alert; `-` while it is not being used.
+fn days_left(sequence: &Value) -> String {
+    let rate = sequence["usage"]["per_second_24h"].as_f64().unwrap_or(0.0);
+    let remaining = sequence["remaining"].as_f64().unwrap_or(0.0);
+    if rate <= 0.0 {
+        return "-".to_owned();
+    }
+    let days = remaining / rate / 86_400.0;
+    let alert = sequence["alerts"]["days_left_below"]
+        .as_f64()
+        .unwrap_or(0.0);
+    if days < alert {
+        format!("{days:.1} !")
+    } else {
+        format!("{days:.1}")
+    }
+}
+
+/// The alerts raised, comma-separated, or `-`.
+fn raised(sequence: &Value) -> String {
+    let kinds: Vec<String> = sequence["alerts"]["raised"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(cell)
+        .collect();
+    if kinds.is_empty() {
+        "-".to_owned()
+    } else {
+        kinds.join(",")
+    }
+}
+
 /// A footer naming the `after` for the next page, when there is one.
 fn more(page: &Value, command: &str) -> String {
     match &page["next"] {
@@ -89,12 +123,28 @@ pub fn sequence_page(page: &Value) -> String {
                 cell(&s["status"]),
                 next_value(s),
                 cell(&s["remaining"]),
+                format!(
+                    "{:.2}",
+                    s["usage"]["per_second_24h"].as_f64().unwrap_or(0.0)
+                ),
+                days_left(s),
+                raised(s),
                 s["ranges"].as_array().map_or(0, Vec::len).to_string(),
                 cache(&s["cache"]),
             ]
         })
         .collect();
-    let headers = ["NAME", "STATUS", "NEXT", "REMAINING", "RANGES", "CACHE"];
+    let headers = [
+        "NAME",
+        "STATUS",
+        "NEXT",
+        "REMAINING",
+        "PER_SEC_24H",
+        "DAYS_LEFT",
+        "ALERTS",
+        "RANGES",
+        "CACHE",
+    ];
     table(&headers, &rows) + &more(page, "seqvend sequences list")
 }
 
@@ -120,6 +170,25 @@ pub fn sequence(s: &Value) -> String {
         ("increment", cell(&s["increment"])),
         ("next", next_value(s)),
         ("remaining", cell(&s["remaining"])),
+        (
+            "usage",
+            format!(
+                "{:.3}/s over 1h, {:.3}/s over 24h",
+                s["usage"]["per_second_1h"].as_f64().unwrap_or(0.0),
+                s["usage"]["per_second_24h"].as_f64().unwrap_or(0.0)
+            ),
+        ),
+        ("exhausts at", cell(&s["usage"]["exhausts_at"])),
+        ("days left", days_left(s)),
+        (
+            "alerts",
+            format!(
+                "{} (remaining below {}, days left below {})",
+                raised(s),
+                cell(&s["alerts"]["remaining_below"]),
+                cell(&s["alerts"]["days_left_below"])
+            ),
+        ),
         ("cache", cache(&s["cache"])),
     ];
     if !s["format"].is_null() {
@@ -230,6 +299,17 @@ mod tests {
             "7  1Z5R89390300000073\n8  1Z5R89390300000081\n"
         );
         assert_eq!(vended(&json!({"sequence": "s", "value": 3})), "3\n");
+    }
+
+    #[test]
+    fn days_left_are_marked_under_the_alert_and_absent_while_unused() {
+        let sequence = |remaining: u64, rate: f64| {
+            json!({"remaining": remaining, "usage": {"per_second_24h": rate},
+                   "alerts": {"days_left_below": 14.0, "raised": []}})
+        };
+        assert_eq!(days_left(&sequence(86_400 * 20, 1.0)), "20.0");
+        assert_eq!(days_left(&sequence(86_400 * 3, 1.0)), "3.0 !");
+        assert_eq!(days_left(&sequence(10, 0.0)), "-");
     }
 
     #[test]

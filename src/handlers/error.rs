@@ -9,7 +9,7 @@ use actix_web::{HttpResponse, ResponseError};
 use serde::Serialize;
 
 use crate::carriers::FormatError;
-use crate::domain::{CachePolicyError, NameError, RangeError};
+use crate::domain::{AlertsError, CachePolicyError, NameError, RangeError};
 
 /// Seconds a client should wait before retrying a 503.
 const RETRY_AFTER_SECONDS: &str = "1";
@@ -26,6 +26,8 @@ pub enum ApiError {
     InvalidFormat(#[from] FormatError),
     #[error("{0}")]
     InvalidCachePolicy(#[from] CachePolicyError),
+    #[error("{0}")]
+    InvalidAlerts(#[from] AlertsError),
     #[error("a bearer token is required: send `Authorization: Bearer <token>`")]
     Unauthorized,
     #[error("this token may vend and read, not administer sequences")]
@@ -97,6 +99,7 @@ impl ApiError {
             Self::InvalidRange(_) => "invalid_range",
             Self::InvalidFormat(_) => "invalid_format",
             Self::InvalidCachePolicy(_) => "invalid_cache_policy",
+            Self::InvalidAlerts(_) => "invalid_alerts",
             Self::Unauthorized => "unauthorized",
             Self::Forbidden => "forbidden",
             Self::NotFound(_) => "not_found",
@@ -129,7 +132,8 @@ impl ResponseError for ApiError {
             | Self::InvalidRequest(_)
             | Self::InvalidRange(_)
             | Self::InvalidFormat(_)
-            | Self::InvalidCachePolicy(_) => StatusCode::BAD_REQUEST,
+            | Self::InvalidCachePolicy(_)
+            | Self::InvalidAlerts(_) => StatusCode::BAD_REQUEST,
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
             Self::Forbidden => StatusCode::FORBIDDEN,
             Self::NotFound(_) => StatusCode::NOT_FOUND,

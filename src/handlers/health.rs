@@ -7,7 +7,8 @@ use sqlx::PgPool;
 use utoipa::ToSchema;
 
 use super::error::{ApiError, ErrorBody};
-use crate::metrics::Metrics;
+use crate::cache::InstanceCache;
+use crate::metrics::{saturating_gauge, Metrics};
 use crate::migrate::MIGRATOR;
 
 /// `{"status": "ok"}` or `{"status": "ready"}`.
@@ -51,7 +52,11 @@ pub async fn metrics(
     metrics: web::Data<Metrics>,
     vend_pool: web::Data<Pool>,
     registry_pool: web::Data<PgPool>,
+    cache: web::Data<InstanceCache>,
 ) -> HttpResponse {
+    metrics
+        .cache_held
+        .set(saturating_gauge(u128::from(cache.held_values())));
     let gauge = |pool: &str, state: &str, value: usize| {
         metrics
             .pool_connections

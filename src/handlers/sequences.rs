@@ -1,4 +1,5 @@
-//! Registry endpoints: create, add a range, read, list, change the cache policy, retire.
+//! Registry endpoints: create, add a range, read, list, change settings (cache policy,
+//! alert thresholds), retire.
 
 use actix_web::{web, HttpResponse};
 use serde::Deserialize;
@@ -12,8 +13,10 @@ use super::error::ErrorBody;
 use super::RegistryDeadline;
 use crate::auth::{Admin, Reader};
 use crate::carriers::{Format, FormatError};
-use crate::domain::{CachePolicy, RangeBounds, SequenceName, SequenceSpec};
-use crate::registry::{self, Catalog, Known, NewSequence, RangeView, SequencePage, SequenceView};
+use crate::domain::{AlertThresholds, CachePolicy, RangeBounds, SequenceName, SequenceSpec};
+use crate::registry::{
+    self, Catalog, Known, NewSequence, RangeView, SequencePage, SequenceView, SettingsChange,
+};
 use crate::settings::CacheSettings;
 
 const DEFAULT_PAGE: u32 = 100;
@@ -49,6 +52,34 @@ pub struct CreateSequenceBody {
     format: Option<serde_json::Value>,
     /// Absent (or `size` 0): strict, every value drawn on the request path.
     cache: Option<CacheBody>,
+    /// Absent: the defaults (10% of the capacity, 14 days).
+    alerts: Option<AlertsBody>,
+}
+
+/// Alert thresholds: an alert is raised (with an `alert_raised` event and
+/// `seqvend_sequence_alert`) while the sequence crosses one, and cleared when it crosses
+/// back. A threshold left out takes its default; 0 turns it off.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AlertsBody {
+    /// Raise while fewer values than this remain in the active and pending ranges (default:
+    /// 10% of their capacity).
+    remaining_below: Option<u64>,
+    /// Raise while the sequence runs out within this many days at the last day's rate,
+    /// 0–3650 (default 14).
+    #[schema(maximum = 3650)]
+    days_left_below: Option<f64>,
+}
+
+impl TryFrom<&AlertsBody> for AlertThresholds {
+    type Error = ApiError;
+
+    fn try_from(body: &AlertsBody) -> Result<Self, ApiError> {
+        Ok(AlertThresholds::parse(
+            body.remaining_below,
+            body.days_left_below,
+        )?)
+    }
 }
 
 /// A cache policy: each instance holds up to `size` values drawn ahead of need and draws more
@@ -80,11 +111,29 @@ impl TryFrom<&CacheBody> for CachePolicy {
     }
 }
 
-/// What `PATCH /sequences/{name}` may change.
+/// What `PATCH /sequences/{name}` may change; at least one of them. Each given part
+/// replaces that setting whole.
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateSequenceBody {
-    cache: CacheBody,
+    cache: Option<CacheBody>,
+    alerts: Option<AlertsBody>,
+}
+
+impl TryFrom<&UpdateSequenceBody> for SettingsChange {
+    type Error = ApiError;
+
+    fn try_from(body: &UpdateSequenceBody) -> Result<Self, ApiError> {
+        if body.cache.is_none() && body.alerts.is_none() {
+            return Err(ApiError::InvalidRequest(
+                "give `cache`, `alerts` or both".to_owned(),
+            ));
+        }
+        Ok(SettingsChange {
+            cache: body.cache.as_ref().map(TryInto::try_into).transpose()?,
+            alerts: body.alerts.as_ref().map(TryInto::try_into).transpose()?,
+        })
+    }
 }
 
 impl TryFrom<CreateSequenceBody> for NewSequence {
@@ -123,12 +172,17 @@ impl TryFrom<CreateSequenceBody> for NewSequence {
             None => CachePolicy::STRICT,
             Some(cache) => cache.try_into()?,
         };
+        let alerts = match &body.alerts {
+            None => AlertThresholds::default(),
+            Some(alerts) => alerts.try_into()?,
+        };
         Ok(NewSequence {
             name,
             namespace,
             spec,
             format,
             cache,
+            alerts,
         })
     }
 }
@@ -158,7 +212,7 @@ pub struct ListQuery {
     post, path = "/sequences", tag = "admin", request_body = CreateSequenceBody,
     responses(
         (status = 201, description = "Created", body = SequenceView),
-        (status = 400, description = "invalid_name, invalid_request, invalid_range or invalid_format", body = ErrorBody),
+        (status = 400, description = "invalid_name, invalid_request, invalid_range, invalid_format, invalid_cache_policy or invalid_alerts", body = ErrorBody),
         (status = 401, description = "unauthorized", body = ErrorBody),
         (status = 403, description = "forbidden: not an admin token", body = ErrorBody),
         (status = 409, description = "name_taken or range_overlap", body = ErrorBody),
@@ -272,7 +326,7 @@ pub async fn list(
     params(("name" = String, Path, description = "Sequence name", pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")),
     responses(
         (status = 200, description = "Changed; every instance applies it within a round trip of the commit (at most the cache renewal interval if it missed the notification)", body = SequenceView),
-        (status = 400, description = "invalid_name, invalid_request or invalid_cache_policy", body = ErrorBody),
+        (status = 400, description = "invalid_name, invalid_request, invalid_cache_policy or invalid_alerts", body = ErrorBody),
         (status = 401, description = "unauthorized", body = ErrorBody),
         (status = 403, description = "forbidden: not an admin token", body = ErrorBody),
         (status = 404, description = "not_found", body = ErrorBody),
@@ -289,9 +343,9 @@ pub async fn update(
     body: web::Json<UpdateSequenceBody>,
 ) -> Result<HttpResponse, ApiError> {
     let name = SequenceName::parse(&name)?;
-    let policy = CachePolicy::try_from(&body.cache)?;
-    let sequence = registry::set_cache_policy(&pool, &name, policy).await?;
-    tracing::info!(sequence = %name, cache = ?sequence.cache, "cache policy changed");
+    let change = SettingsChange::try_from(&*body)?;
+    let sequence = registry::change_settings(&pool, &name, change).await?;
+    tracing::info!(sequence = %name, cache = ?sequence.cache, alerts = ?sequence.alerts, "settings changed");
     Ok(HttpResponse::Ok().json(sequence))
 }
 

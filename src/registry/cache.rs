@@ -1,4 +1,4 @@
-//! The registry's side of cached sequences: changing a sequence's cache policy, telling every
+//! Changing a sequence's settings (its cache policy and alert thresholds), telling every
 //! instance of a change, and waiting until no instance can hand out a retired sequence's
 //! cached values.
 
@@ -8,7 +8,7 @@ use sqlx::{PgPool, Postgres, Transaction};
 
 use super::queries::{get_sequence, lock_sequence, record_event};
 use super::{RegistryError, SequenceView};
-use crate::domain::{CachePolicy, SequenceName, SequenceStatus};
+use crate::domain::{AlertThresholds, CachePolicy, SequenceName, SequenceStatus};
 
 /// The channel instances listen on for changes to cached sequences.
 pub const CHANGES_CHANNEL: &str = "seqvend_cache";
@@ -27,32 +27,57 @@ pub enum ChangeKind {
     Retired,
 }
 
-/// Sets a sequence's cache policy; every instance hears of it when this commits.
-pub async fn set_cache_policy(
+/// What `PATCH /sequences/{name}` changes: each part left `None` stays as it is.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SettingsChange {
+    pub cache: Option<CachePolicy>,
+    pub alerts: Option<AlertThresholds>,
+}
+
+/// Changes a sequence's settings in one transaction; every instance hears of a new cache
+/// policy when this commits, and the next sampling round judges the alerts anew.
+pub async fn change_settings(
     pool: &PgPool,
     name: &SequenceName,
-    policy: CachePolicy,
+    change: SettingsChange,
 ) -> Result<SequenceView, RegistryError> {
     let mut tx = pool.begin().await.map_err(RegistryError::from_db)?;
     let sequence = lock_sequence(&mut tx, name).await?;
     if SequenceStatus::from_db(&sequence.status) == SequenceStatus::Retired {
         return Err(RegistryError::SequenceRetired(name.clone()));
     }
-    let rule = policy.rule();
-    sqlx::query!(
-        "UPDATE seqvend.sequences
-            SET cache_size = $2, cache_buffer_seconds = $3, cache_min = $4, updated_at = now()
-          WHERE id = $1",
-        sequence.id,
-        rule.size as i64,
-        rule.buffer_seconds as i32,
-        rule.min as i64
-    )
-    .execute(&mut *tx)
-    .await
-    .map_err(RegistryError::from_db)?;
-    record_event(&mut tx, sequence.id, None, "cache_changed").await?;
-    announce(&mut tx, name, ChangeKind::Policy).await?;
+    if let Some(policy) = change.cache {
+        let rule = policy.rule();
+        sqlx::query!(
+            "UPDATE seqvend.sequences
+                SET cache_size = $2, cache_buffer_seconds = $3, cache_min = $4, updated_at = now()
+              WHERE id = $1",
+            sequence.id,
+            rule.size as i64,
+            rule.buffer_seconds as i32,
+            rule.min as i64
+        )
+        .execute(&mut *tx)
+        .await
+        .map_err(RegistryError::from_db)?;
+        record_event(&mut tx, sequence.id, None, "cache_changed").await?;
+        announce(&mut tx, name, ChangeKind::Policy).await?;
+    }
+    if let Some(alerts) = change.alerts {
+        let (remaining_below, days_left_below) = alerts.stored();
+        sqlx::query!(
+            "UPDATE seqvend.sequences
+                SET alert_remaining_below = $2, alert_days_left_below = $3, updated_at = now()
+              WHERE id = $1",
+            sequence.id,
+            remaining_below,
+            days_left_below
+        )
+        .execute(&mut *tx)
+        .await
+        .map_err(RegistryError::from_db)?;
+        record_event(&mut tx, sequence.id, None, "alerts_changed").await?;
+    }
     tx.commit().await.map_err(RegistryError::from_db)?;
     get_sequence(pool, name).await
 }

@@ -41,14 +41,13 @@ pub struct EventPage {
     pub next: Option<i64>,
 }
 
-/// The word the API uses for a stored kind. Two were stored under older names before the API
-/// existed; kinds stored under the API's own word (those yet to come too, such as
-/// `alert_raised` and `alert_cleared`) pass through unchanged, so a newer instance's events
-/// never break an older one's answer.
+/// The word the API uses for a stored kind. Some are stored under older or finer names (both
+/// settings changes read as `settings_changed`); kinds stored under the API's own word pass
+/// through unchanged, so a newer instance's events never break an older one's answer.
 pub fn api_kind(stored: &str) -> &str {
     match stored {
         "rewind" => "rewind_detected",
-        "cache_changed" => "settings_changed",
+        "cache_changed" | "alerts_changed" => "settings_changed",
         other => other,
     }
 }

@@ -1,7 +1,8 @@
 //! The registry of sequences and their ranges: the queries that read and change it
 //! (`queries`), the views they answer with (`views`) and what can go wrong (`error`); what the
 //! vend path needs of each sequence, read once and kept in memory (`formats`, `catalog`); the
-//! cache policy and the leases on cached blocks (`cache`); each sequence's history (`events`).
+//! settings, cache policy and the leases on cached blocks (`cache`); each sequence's history
+//! (`events`); usage samples and raised alerts (`usage`).
 
 mod cache;
 mod catalog;
@@ -9,9 +10,12 @@ mod error;
 mod events;
 mod formats;
 mod queries;
+mod usage;
 mod views;
 
-pub use cache::{await_instance_leases, set_cache_policy, Change, ChangeKind, CHANGES_CHANNEL};
+pub use cache::{
+    await_instance_leases, change_settings, Change, ChangeKind, SettingsChange, CHANGES_CHANNEL,
+};
 pub use catalog::{Catalog, Entry, Known};
 pub use error::RegistryError;
 pub use events::{api_kind, list_events, EventPage, EventRange, EventView};
@@ -20,4 +24,9 @@ pub use queries::{
     add_range, create_sequence, get_sequence, list_sequences, live_sequences, retire_sequence,
     NewSequence,
 };
-pub use views::{CacheView, RangeView, SequencePage, SequenceRecord, SequenceView};
+pub use usage::{
+    claim_sampling_round, record_alerts, record_samples, thin_samples_if_due, AlertEvent,
+};
+pub use views::{
+    AlertsView, CacheView, RangeView, SequencePage, SequenceRecord, SequenceView, UsageView,
+};

@@ -15,8 +15,8 @@ use super::RegistryError;
 use crate::carriers::Format;
 use crate::ddl;
 use crate::domain::{
-    CachePolicy, Increment, RangeBounds, RangeState, RangeStatus, SequenceName, SequenceSpec,
-    SequenceStatus,
+    AlertThresholds, CachePolicy, Increment, RangeBounds, RangeState, RangeStatus, SequenceName,
+    SequenceSpec, SequenceStatus,
 };
 
 /// Advisory lock class for a sequence (see the vend migration).
@@ -31,11 +31,16 @@ pub async fn get_sequence(
         r#"SELECT s.id, s.name, s.namespace, s.increment, s.status, s.format::text AS format,
                   s.created_at, s.updated_at,
                   s.cache_size, s.cache_buffer_seconds, s.cache_min,
+                  s.alert_remaining_below, s.alert_days_left_below, s.alerts_raised,
+                  u1.used::text AS "used_1h?", u1.span_seconds AS "span_1h?",
+                  u24.used::text AS "used_24h?", u24.span_seconds AS "span_24h?",
                   r.min_value AS "min_value?", r.max_value AS "max_value?",
                   r.start_value AS "start_value?", r.status AS "range_status?",
                   r.pg_sequence::text AS "pg_sequence?",
                   seqvend.range_last_value(r.pg_sequence, r.high_water, s.increment) AS last_value
              FROM seqvend.sequences s
+             LEFT JOIN LATERAL seqvend.usage_since(s.id, interval '1 hour') u1 ON true
+             LEFT JOIN LATERAL seqvend.usage_since(s.id, interval '1 day') u24 ON true
              LEFT JOIN seqvend.ranges r ON r.sequence_id = s.id
             WHERE s.name = $1
             ORDER BY r.id"#,
@@ -61,12 +66,17 @@ pub async fn list_sequences(
         r#"SELECT s.id, s.name, s.namespace, s.increment, s.status, s.format::text AS format,
                   s.created_at, s.updated_at,
                   s.cache_size, s.cache_buffer_seconds, s.cache_min,
+                  s.alert_remaining_below, s.alert_days_left_below, s.alerts_raised,
+                  u1.used::text AS "used_1h?", u1.span_seconds AS "span_1h?",
+                  u24.used::text AS "used_24h?", u24.span_seconds AS "span_24h?",
                   r.min_value AS "min_value?", r.max_value AS "max_value?",
                   r.start_value AS "start_value?", r.status AS "range_status?",
                   r.pg_sequence::text AS "pg_sequence?",
                   seqvend.range_last_value(r.pg_sequence, r.high_water, s.increment) AS last_value
              FROM (SELECT * FROM seqvend.sequences
                     WHERE name > $1 ORDER BY name LIMIT $2) s
+             LEFT JOIN LATERAL seqvend.usage_since(s.id, interval '1 hour') u1 ON true
+             LEFT JOIN LATERAL seqvend.usage_since(s.id, interval '1 day') u24 ON true
              LEFT JOIN seqvend.ranges r ON r.sequence_id = s.id
             ORDER BY s.name, r.id"#,
         after.map_or("", SequenceName::as_str),
@@ -101,6 +111,9 @@ pub async fn live_sequences(
         r#"SELECT s.id, s.name, s.namespace, s.increment, s.status, s.format::text AS format,
                   s.created_at, s.updated_at,
                   s.cache_size, s.cache_buffer_seconds, s.cache_min,
+                  s.alert_remaining_below, s.alert_days_left_below, s.alerts_raised,
+                  u1.used::text AS "used_1h?", u1.span_seconds AS "span_1h?",
+                  u24.used::text AS "used_24h?", u24.span_seconds AS "span_24h?",
                   r.min_value AS "min_value?", r.max_value AS "max_value?",
                   r.start_value AS "start_value?", r.status AS "range_status?",
                   r.pg_sequence::text AS "pg_sequence?",
@@ -108,6 +121,8 @@ pub async fn live_sequences(
                        THEN seqvend.range_last_value(r.pg_sequence, r.high_water, s.increment) END AS last_value
              FROM (SELECT * FROM seqvend.sequences
                     WHERE status <> 'retired' AND name > $1 ORDER BY name LIMIT $2) s
+             LEFT JOIN LATERAL seqvend.usage_since(s.id, interval '1 hour') u1 ON true
+             LEFT JOIN LATERAL seqvend.usage_since(s.id, interval '1 day') u24 ON true
              LEFT JOIN seqvend.ranges r ON r.sequence_id = s.id
             ORDER BY s.name, r.id"#,
         after,
@@ -126,6 +141,7 @@ pub struct NewSequence {
     /// Checked against the spec's bounds by whoever built this.
     pub format: Option<Format>,
     pub cache: CachePolicy,
+    pub alerts: AlertThresholds,
 }
 
 pub async fn create_sequence(
@@ -134,10 +150,12 @@ pub async fn create_sequence(
 ) -> Result<SequenceView, RegistryError> {
     let mut tx = pool.begin().await.map_err(RegistryError::from_db)?;
     let cache = new.cache.rule();
+    let (remaining_below, days_left_below) = new.alerts.stored();
     let sequence_id = sqlx::query_scalar!(
         "INSERT INTO seqvend.sequences
-             (name, namespace, increment, format, cache_size, cache_buffer_seconds, cache_min)
-         VALUES ($1, $2, $3, $4::text::jsonb, $5, $6, $7)
+             (name, namespace, increment, format, cache_size, cache_buffer_seconds, cache_min,
+              alert_remaining_below, alert_days_left_below)
+         VALUES ($1, $2, $3, $4::text::jsonb, $5, $6, $7, $8, $9)
          RETURNING id",
         new.name.as_str(),
         new.namespace.as_str(),
@@ -145,7 +163,9 @@ pub async fn create_sequence(
         new.format.as_ref().map(stored_format) as Option<String>,
         cache.size as i64,
         cache.buffer_seconds as i32,
-        cache.min as i64
+        cache.min as i64,
+        remaining_below,
+        days_left_below
     )
     .fetch_one(&mut *tx)
     .await
@@ -169,6 +189,8 @@ pub async fn create_sequence(
     )
     .await?;
     record_event(&mut tx, sequence_id, Some(range_id), "created").await?;
+    // Usage is observed from creation on, so the first rates cover the sequence's whole life.
+    super::usage::record_first_sample(&mut tx, sequence_id).await?;
     tx.commit().await.map_err(RegistryError::from_db)?;
     get_sequence(pool, &new.name).await
 }

@@ -7,7 +7,10 @@ use utoipa::ToSchema;
 
 use super::RegistryError;
 use crate::carriers::Format;
-use crate::domain::{CachePolicy, RangeState, RangeStatus, SequenceStatus};
+use crate::domain::{
+    AlertKind, AlertThresholds, CachePolicy, RangeState, RangeStatus, SequenceStatus, Usage,
+    UsageStart,
+};
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct SequenceView {
@@ -24,6 +27,8 @@ pub struct SequenceView {
     /// Values still to vend across the active and pending ranges (may exceed 2^63).
     #[schema(value_type = u64)]
     pub remaining: u128,
+    pub usage: UsageView,
+    pub alerts: AlertsView,
     pub ranges: Vec<RangeView>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
@@ -46,6 +51,53 @@ impl From<CachePolicy> for CacheView {
             size: rule.size,
             buffer_seconds: rule.buffer_seconds,
             min: rule.min,
+        }
+    }
+}
+
+/// How fast the sequence is being used, from samples PostgreSQL keeps (every instance and
+/// every client lease counts), and when it runs out at the last day's rate.
+#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
+pub struct UsageView {
+    /// Values used per second over the last hour (over the span observed, if shorter).
+    pub per_second_1h: f64,
+    /// Values used per second over the last day (over the span observed, if shorter).
+    pub per_second_24h: f64,
+    /// When the active and pending ranges run out at `per_second_24h`; null while nothing is
+    /// being used. At most a century ahead.
+    pub exhausts_at: Option<DateTime<Utc>>,
+}
+
+/// The alert thresholds in force and the alerts raised now. An alert is raised (and an
+/// `alert_raised` event recorded) when the sequence crosses a threshold, and cleared when it
+/// crosses back.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct AlertsView {
+    /// Raised while fewer values than this remain (default: 10% of the active and pending
+    /// ranges' capacity; 0: off).
+    #[schema(value_type = u64)]
+    pub remaining_below: u128,
+    /// Raised while the sequence runs out within this many days at the last day's rate
+    /// (default 14; 0: off).
+    pub days_left_below: f64,
+    /// `remaining_below` and/or `days_left_below`, as of the last sampling round.
+    #[schema(value_type = Vec<String>)]
+    pub raised: Vec<AlertKind>,
+}
+
+/// Longest forecast shown: beyond it, the date means "not in our lifetime".
+const MAX_FORECAST_SECONDS: f64 = 100.0 * 365.25 * 86_400.0;
+
+impl UsageView {
+    pub fn new(usage: Usage, remaining: u128, now: DateTime<Utc>) -> Self {
+        let exhausts_at = usage.seconds_left(remaining).map(|seconds| {
+            let seconds = seconds.min(MAX_FORECAST_SECONDS);
+            now + chrono::Duration::milliseconds((seconds * 1000.0) as i64)
+        });
+        Self {
+            per_second_1h: usage.per_second_1h,
+            per_second_24h: usage.per_second_24h,
+            exhausts_at,
         }
     }
 }
@@ -98,6 +150,13 @@ pub(super) struct SequenceRow {
     pub(super) cache_size: i64,
     pub(super) cache_buffer_seconds: i32,
     pub(super) cache_min: i64,
+    pub(super) alert_remaining_below: Option<i64>,
+    pub(super) alert_days_left_below: Option<f64>,
+    pub(super) alerts_raised: Vec<String>,
+    pub(super) used_1h: Option<String>,
+    pub(super) span_1h: Option<f64>,
+    pub(super) used_24h: Option<String>,
+    pub(super) span_24h: Option<f64>,
     pub(super) min_value: Option<i64>,
     pub(super) max_value: Option<i64>,
     pub(super) start_value: Option<i64>,
@@ -107,6 +166,14 @@ pub(super) struct SequenceRow {
 }
 
 impl SequenceRow {
+    fn usage_start(used: Option<&str>, span_seconds: Option<f64>) -> Option<UsageStart> {
+        Some(UsageStart {
+            // Stored as integers; a count that does not parse reads as no sample.
+            used: used?.parse().ok()?,
+            span_seconds: span_seconds?,
+        })
+    }
+
     fn range_state(&self) -> Option<RangeState> {
         Some(RangeState {
             min: self.min_value?,
@@ -121,8 +188,31 @@ impl SequenceRow {
 
 /// A sequence with the states of its ranges, in the order the ranges were added.
 pub struct SequenceRecord {
+    pub id: i32,
     pub view: SequenceView,
     pub states: Vec<RangeState>,
+    pub thresholds: AlertThresholds,
+    pub usage: Usage,
+}
+
+impl SequenceRecord {
+    /// Values drawn from all the sequence's ranges so far: what usage samples count.
+    pub fn used(&self) -> u128 {
+        self.states
+            .iter()
+            .map(|state| state.capacity() - state.remaining())
+            .sum()
+    }
+
+    /// What the active and pending ranges held when added: the base of the default
+    /// `remaining_below` threshold.
+    pub fn capacity_in_play(&self) -> u128 {
+        self.states
+            .iter()
+            .filter(|state| state.status != RangeStatus::Exhausted)
+            .map(RangeState::capacity)
+            .sum()
+    }
 }
 
 /// A format as the registry stores it (jsonb, written as text).
@@ -136,11 +226,18 @@ pub(super) fn read_format(stored: &str) -> Result<Format, RegistryError> {
         .map_err(|err| RegistryError::Internal(anyhow::anyhow!("stored format {stored}: {err}")))
 }
 
-/// Folds rows (ordered by sequence, then range) into records.
+/// Folds rows (ordered by sequence, then range) into records, then works out each one's
+/// usage and alerts from its ranges.
 pub(super) fn fold_rows(rows: Vec<SequenceRow>) -> Result<Vec<SequenceRecord>, RegistryError> {
-    let mut records: Vec<(i32, SequenceRecord)> = Vec::new();
+    let now = Utc::now();
+    let mut records: Vec<(SequenceRecord, [Option<UsageStart>; 2], Vec<AlertKind>)> = Vec::new();
     for row in rows {
-        if records.last().is_none_or(|(id, _)| *id != row.id) {
+        if records
+            .last()
+            .is_none_or(|(record, _, _)| record.id != row.id)
+        {
+            let thresholds =
+                AlertThresholds::from_db(row.alert_remaining_below, row.alert_days_left_below);
             let view = SequenceView {
                 name: row.name.clone(),
                 namespace: row.namespace.clone(),
@@ -154,19 +251,38 @@ pub(super) fn fold_rows(rows: Vec<SequenceRow>) -> Result<Vec<SequenceRecord>, R
                 )
                 .into(),
                 remaining: 0,
+                usage: UsageView::new(Usage::default(), 0, now),
+                alerts: AlertsView {
+                    remaining_below: 0,
+                    days_left_below: thresholds.days_left_below(),
+                    raised: Vec::new(),
+                },
                 ranges: Vec::new(),
                 created_at: row.created_at,
                 updated_at: row.updated_at,
             };
+            let starts = [
+                SequenceRow::usage_start(row.used_1h.as_deref(), row.span_1h),
+                SequenceRow::usage_start(row.used_24h.as_deref(), row.span_24h),
+            ];
+            let raised = row
+                .alerts_raised
+                .iter()
+                .filter_map(|raw| AlertKind::from_db(raw))
+                .collect();
             records.push((
-                row.id,
                 SequenceRecord {
+                    id: row.id,
                     view,
                     states: Vec::new(),
+                    thresholds,
+                    usage: Usage::default(),
                 },
+                starts,
+                raised,
             ));
         }
-        let (_, record) = records.last_mut().expect("pushed above");
+        let (record, _, _) = records.last_mut().expect("pushed above");
         if let Some(state) = row.range_state() {
             // A retired sequence vends nothing more, whatever its ranges hold.
             if record.view.status != SequenceStatus::Retired {
@@ -177,5 +293,19 @@ pub(super) fn fold_rows(rows: Vec<SequenceRow>) -> Result<Vec<SequenceRecord>, R
             record.states.push(state);
         }
     }
-    Ok(records.into_iter().map(|(_, record)| record).collect())
+    let finished = records
+        .into_iter()
+        .map(|(mut record, [start_1h, start_24h], raised)| {
+            // A retired sequence is used no more.
+            if record.view.status != SequenceStatus::Retired {
+                record.usage = Usage::from_samples(record.used(), start_1h, start_24h);
+            }
+            record.view.usage = UsageView::new(record.usage, record.view.remaining, now);
+            record.view.alerts.remaining_below =
+                record.thresholds.remaining_below(record.capacity_in_play());
+            record.view.alerts.raised = raised;
+            record
+        })
+        .collect();
+    Ok(finished)
 }

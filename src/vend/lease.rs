@@ -113,10 +113,7 @@ pub async fn lease(
             metrics.leases_granted.with_label_values(&[kind]).inc();
             if *holder == Holder::Client {
                 // A client's values have left; an instance's count when it hands them out.
-                metrics
-                    .values_vended
-                    .with_label_values(&[name.as_str()])
-                    .inc_by(values.len() as u64);
+                metrics.count_vended(name.as_str(), values.len() as u64);
             }
             Leased::Granted(Lease {
                 id: row.get(3),

@@ -67,10 +67,7 @@ pub async fn vend(
                     metrics.sequence_repairs.with_label_values(&[name]).inc();
                 }
                 let values: Vec<i64> = row.get(2);
-                metrics
-                    .values_vended
-                    .with_label_values(&[name])
-                    .inc_by(values.len() as u64);
+                metrics.count_vended(name, values.len() as u64);
                 let counts: Vec<u32> = indexes.iter().map(|&i| asks[i].count).collect();
                 hand_out(values, &counts)
             }

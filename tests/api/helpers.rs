@@ -43,6 +43,7 @@ pub fn test_settings() -> Settings {
         database_url: None,
         data_dir: PathBuf::new(),
         listen: "127.0.0.1:0".parse().unwrap(),
+        metrics_listen: None,
         workers: 2,
         tokens: Tokens::new(ADMIN_TOKEN, VEND_TOKEN, false),
         log_json: false,
@@ -54,7 +55,13 @@ pub fn test_settings() -> Settings {
         // Tests are about what is vended, not how fast: on a loaded machine a slow answer must
         // not turn into a 503. Tests of the deadlines set their own.
         vend: patient_vend_settings(),
-        watch: WatchSettings::default(),
+        // One usage round at start, then none a test would see: a round raises alerts and
+        // records events, which tests of event logs must not find by chance. Tests of the
+        // rounds set their own interval.
+        watch: WatchSettings {
+            interval: Duration::from_secs(3600),
+            metrics_sequences: 10_000,
+        },
         ids: IdSettings::default(),
         cache: CacheSettings::default(),
     }
@@ -118,6 +125,8 @@ impl TestDb {
 /// One running seqvend instance.
 pub struct TestApp {
     pub address: String,
+    /// Where `/metrics` is served: `address` unless it was given its own listener.
+    pub metrics_address: String,
     pub http: reqwest::Client,
     handle: actix_web::dev::ServerHandle,
     /// Serves, then hands back what the instance holds once the server stops.
@@ -148,6 +157,10 @@ pub async fn spawn_app_with_clock(db: &TestDb, settings: Settings, clock: Clock)
         .await
         .expect("application built");
     let address = format!("http://127.0.0.1:{}", app.port());
+    let metrics_address = app.metrics_port().map_or_else(
+        || address.clone(),
+        |port| format!("http://127.0.0.1:{port}"),
+    );
     let handle = app.handle();
     let running = tokio::spawn(app.run_until_stopped());
     let http = reqwest::Client::builder()
@@ -156,6 +169,7 @@ pub async fn spawn_app_with_clock(db: &TestDb, settings: Settings, clock: Clock)
         .unwrap();
     TestApp {
         address,
+        metrics_address,
         http,
         handle,
         running,
@@ -318,11 +332,10 @@ impl TestApp {
             .await
     }
 
-    /// The single value of a successful `next`.
     /// The Prometheus metrics, as text.
     pub async fn scrape(&self) -> String {
         self.http
-            .get(format!("{}/metrics", self.address))
+            .get(format!("{}/metrics", self.metrics_address))
             .send()
             .await
             .unwrap()
@@ -331,6 +344,7 @@ impl TestApp {
             .unwrap()
     }
 
+    /// The single value of a successful `next`.
     pub async fn next_value(&self, name: &str) -> i64 {
         let reply = self.next(name).await;
         assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);

@@ -21,6 +21,7 @@ mod names;
 mod observability;
 mod outage;
 mod restore;
+mod running_out;
 #[path = "../common/scratch.rs"]
 mod scratch;
 mod sequences;

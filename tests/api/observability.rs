@@ -57,7 +57,7 @@ async fn metrics_count_requests_by_route_values_per_sequence_and_remaining_value
         || async {
             scrape()
                 .await
-                .contains(r#"seqvend_sequence_remaining_values{sequence="m"} 90"#)
+                .contains(r#"seqvend_sequence_remaining{sequence="m"} 90"#)
         },
     )
     .await;
@@ -67,8 +67,8 @@ async fn metrics_count_requests_by_route_values_per_sequence_and_remaining_value
         "a retired sequence's gauges go",
         || async {
             let text = scrape().await;
-            !text.contains(r#"seqvend_sequence_remaining_values{sequence="m"}"#)
-                && !text.contains(r#"seqvend_sequence_capacity_values{sequence="m"}"#)
+            !text.contains(r#"seqvend_sequence_remaining{sequence="m"}"#)
+                && !text.contains(r#"seqvend_sequence_capacity{sequence="m"}"#)
         },
     )
     .await;
