@@ -186,7 +186,8 @@ pub fn sequence(s: &Value) -> String {
                 "{} (remaining below {}, days left below {})",
                 raised(s),
                 cell(&s["alerts"]["remaining_below"]),
-                cell(&s["alerts"]["days_left_below"])
+                // Rust prints 14.0 as "14", JSON as "14.0".
+                s["alerts"]["days_left_below"].as_f64().unwrap_or(0.0)
             ),
         ),
         ("cache", cache(&s["cache"])),

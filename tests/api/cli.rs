@@ -64,7 +64,7 @@ async fn sequences_commands_create_show_list_extend_change_and_retire() {
         )
         .await,
     );
-    assert!(created.contains("name:      fedex\n"), "{created}");
+    assert!(created.contains("name:        fedex\n"), "{created}");
     assert_eq!(app.get("fedex").await.status, StatusCode::OK);
 
     let added = stdout(
@@ -107,7 +107,7 @@ async fn sequences_commands_create_show_list_extend_change_and_retire() {
         .await,
     );
     assert!(
-        changed.contains("cache:     40 per instance, 5s buffer, min 8\n"),
+        changed.contains("cache:       40 per instance, 5s buffer, min 8\n"),
         "{changed}"
     );
     assert_eq!(
@@ -120,15 +120,25 @@ async fn sequences_commands_create_show_list_extend_change_and_retire() {
     let lines: Vec<&str> = listed.lines().collect();
     assert_eq!(
         lines[0].split_whitespace().collect::<Vec<_>>(),
-        ["NAME", "STATUS", "NEXT", "REMAINING", "RANGES", "CACHE"]
+        [
+            "NAME",
+            "STATUS",
+            "NEXT",
+            "REMAINING",
+            "PER_SEC_24H",
+            "DAYS_LEFT",
+            "ALERTS",
+            "RANGES",
+            "CACHE"
+        ]
     );
     assert_eq!(
         row(&listed, "alpha"),
-        ["alpha", "active", "1", "10", "1", "strict"]
+        ["alpha", "active", "1", "10", "0.00", "-", "-", "1", "strict"]
     );
     assert_eq!(
-        row(&listed, "fedex")[..5],
-        ["fedex", "active", "100", "150", "2"]
+        row(&listed, "fedex")[..8],
+        ["fedex", "active", "100", "150", "0.00", "-", "-", "2"]
     );
     assert_eq!(lines.len(), 3, "{listed}");
     let first_page =
@@ -142,7 +152,42 @@ async fn sequences_commands_create_show_list_extend_change_and_retire() {
     assert_eq!(second_page.lines().count(), 2, "{second_page}");
 
     let shown = stdout(&seqvend(&app, VEND_TOKEN, &["sequences", "show", "fedex"]).await);
-    assert!(shown.contains("remaining: 150\n"), "{shown}");
+    assert!(shown.contains("remaining:   150\n"), "{shown}");
+    assert!(shown.contains("days left:   -\n"), "{shown}");
+    assert!(
+        shown.contains("alerts:      - (remaining below 15, days left below 14)\n"),
+        "{shown}"
+    );
+
+    // Alert thresholds alone, then nothing at all (refused before any request).
+    let alerted = stdout(
+        &seqvend(
+            &app,
+            ADMIN_TOKEN,
+            &[
+                "sequences",
+                "set",
+                "fedex",
+                "--alert-remaining-below",
+                "20",
+                "--alert-days-left-below",
+                "30",
+            ],
+        )
+        .await,
+    );
+    assert!(
+        alerted.contains("alerts:      - (remaining below 20, days left below 30)\n"),
+        "{alerted}"
+    );
+    assert_eq!(app.get("fedex").await.body["cache"]["size"], 40);
+    let nothing = seqvend(&app, ADMIN_TOKEN, &["sequences", "set", "fedex"]).await;
+    assert!(!nothing.status.success());
+    assert!(
+        stderr(&nothing).contains("--cache-size"),
+        "{}",
+        stderr(&nothing)
+    );
     assert_eq!(
         row(&shown, "100"),
         ["100", "199", "active", "100", "100", "seqvend_ranges.r1"]
@@ -154,7 +199,7 @@ async fn sequences_commands_create_show_list_extend_change_and_retire() {
     assert_eq!(header.find("STATUS"), first.find("active"), "{shown}");
 
     let retired = stdout(&seqvend(&app, ADMIN_TOKEN, &["sequences", "retire", "fedex"]).await);
-    assert!(retired.contains("status:    retired\n"), "{retired}");
+    assert!(retired.contains("status:      retired\n"), "{retired}");
     app.next("fedex")
         .await
         .assert_error(410, "sequence_retired");

@@ -149,7 +149,7 @@ async fn samples_are_stored_when_the_count_changes_and_thinned_to_a_bound() {
             )
             .await
             .unwrap();
-        (row.get::<_, i64>(0), row.get::<_, String>(1))
+        (row.get::<_, i64>(0), row.get::<_, Option<String>>(1))
     };
     // When the last round was claimed, in milliseconds since the epoch.
     let rounds = || async {
@@ -166,7 +166,7 @@ async fn samples_are_stored_when_the_count_changes_and_thinned_to_a_bound() {
     eventually(
         Duration::from_secs(10),
         "a sample of 123 values",
-        || async { samples().await.1 == "123" },
+        || async { samples().await.1.as_deref() == Some("123") },
     )
     .await;
     // Idle: rounds go on, and no sample is added.
