@@ -41,9 +41,12 @@ fn compose_runs_postgresql_seqvend_and_a_prometheus_that_scrapes_it() {
     let prometheus = yaml(config_path);
     let job = &prometheus["scrape_configs"][0];
     assert_eq!(job["metrics_path"].as_str(), Some("/metrics"));
+    // /metrics is served on its own listener, off the API port.
+    let metrics_port = metrics_port(&compose);
+    assert_ne!(metrics_port, "8080");
     assert_eq!(
         job["static_configs"][0]["targets"][0].as_str(),
-        Some("seqvend:8080")
+        Some(format!("seqvend:{metrics_port}").as_str())
     );
     // Prometheus loads the alert rules from where compose mounts them.
     let rule_files = prometheus["rule_files"].as_sequence().expect("rule_files");
@@ -61,12 +64,33 @@ fn compose_runs_postgresql_seqvend_and_a_prometheus_that_scrapes_it() {
     );
 }
 
+/// The port of seqvend's metrics listener in docker-compose.yml (`SEQVEND_METRICS_LISTEN`).
+fn metrics_port(compose: &Value) -> String {
+    let listen = compose["services"]["seqvend"]["environment"]["SEQVEND_METRICS_LISTEN"]
+        .as_str()
+        .expect("compose gives seqvend a metrics listener");
+    let (host, port) = listen.rsplit_once(':').unwrap();
+    assert_eq!(
+        host, "0.0.0.0",
+        "Prometheus reaches it from another container"
+    );
+    port.to_owned()
+}
+
 #[test]
 fn the_image_listens_where_compose_and_prometheus_look() {
     let dockerfile =
         std::fs::read_to_string(format!("{}/Dockerfile", env!("CARGO_MANIFEST_DIR"))).unwrap();
     assert!(dockerfile.contains("SEQVEND_LISTEN=0.0.0.0:8080"));
-    assert!(dockerfile.contains("EXPOSE 8080"));
+    let exposed: Vec<&str> = dockerfile
+        .lines()
+        .filter_map(|line| line.strip_prefix("EXPOSE "))
+        .flat_map(str::split_whitespace)
+        .collect();
+    let metrics_port = metrics_port(&yaml("docker-compose.yml"));
+    for port in ["8080", metrics_port.as_str()] {
+        assert!(exposed.contains(&port), "EXPOSE {port}: {exposed:?}");
+    }
     assert!(
         dockerfile.contains("ENV SQLX_OFFLINE=true"),
         "the image builds from the committed .sqlx data"
