@@ -8,6 +8,7 @@ use std::collections::BTreeSet;
 use std::process::{Command, Output};
 use std::time::Duration;
 
+use reqwest::StatusCode;
 use serde_json::{json, Value as Json};
 use serde_yaml::Value;
 
@@ -597,34 +598,41 @@ fn exported_names(scrape: &str) -> BTreeSet<String> {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn every_metric_the_alert_rules_use_is_one_seqvend_exports() {
+async fn every_metric_the_alert_rules_and_the_dashboard_use_is_one_seqvend_exports() {
     let db = TestDb::shared().await;
     let mut settings = test_settings();
     settings.watch.interval = Duration::from_millis(50);
     let app = spawn_app_on(&db, settings).await;
-    // Traffic, so that the labelled metrics have series to show.
-    app.create_ok("alerted", 1, 100).await;
-    app.next_value("alerted").await;
+    // Traffic, so that the labelled metrics have series to show: a cached sequence refills
+    // its cache, and a sequence in use gets a rate and a forecast.
+    let cached = json!({"name": "cached", "min": 1, "max": 1_000_000, "cache": {"size": 100}});
+    let reply = app.create(cached).await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
+    app.next_value("cached").await;
+    app.create_ok("alerted", 1, 1_000_000).await;
     eventually(
-        Duration::from_secs(10),
-        "the sequence gauges appear",
+        Duration::from_secs(20),
+        "the sequence's forecast appears",
         || async {
+            app.next_value("alerted").await;
             app.scrape()
                 .await
-                .contains(r#"seqvend_sequence_capacity_values{sequence="alerted"}"#)
+                .contains(r#"seqvend_sequence_seconds_until_exhausted{sequence="alerted"}"#)
         },
     )
     .await;
     let scrape = app.scrape().await;
     let exported = exported_names(&scrape);
 
-    let expressions = alert_expressions();
+    let dashboard = dashboard();
+    let mut expressions = alert_expressions();
+    expressions.extend(dashboard_expressions(&dashboard));
     let mut used = BTreeSet::new();
     for expr in &expressions {
         let names = metric_names(expr);
         assert!(!names.is_empty(), "no metric in {expr}");
         used.extend(names);
-        // A route the rules match exactly must be one seqvend labels its requests with.
+        // A route matched exactly must be one seqvend labels its requests with.
         for quoted in expr.split(r#"route=""#).skip(1) {
             let route = quoted.split('"').next().unwrap();
             assert!(
@@ -633,9 +641,24 @@ async fn every_metric_the_alert_rules_use_is_one_seqvend_exports() {
             );
         }
     }
+    // A template variable lists a label of a metric: both must be there.
+    let mut listed = Vec::new();
+    for query in variable_queries(&dashboard) {
+        let (selector, label) = label_values(&query);
+        let names = metric_names(selector);
+        assert!(!names.is_empty(), "no metric in {query}");
+        listed.extend(names.iter().map(|name| (name.clone(), label.to_owned())));
+        used.extend(names);
+    }
     let unknown: Vec<&String> = used.difference(&exported).collect();
     assert!(
         unknown.is_empty(),
-        "the alert rules read metrics seqvend does not export: {unknown:?}"
+        "the alert rules or the dashboard read metrics seqvend does not export: {unknown:?}"
     );
+    for (name, label) in listed {
+        let labelled = scrape.lines().any(|line| {
+            line.starts_with(&format!("{name}{{")) && line.contains(&format!(r#"{label}=""#))
+        });
+        assert!(labelled, "seqvend exports no {name} with a {label} label");
+    }
 }
