@@ -1,12 +1,15 @@
 //! What can be checked of the Docker files without Docker: they parse, they agree with
 //! each other and with seqvend's defaults, and their health check works on a real seqvend.
-//! The Prometheus alert rules pass promtool's check and unit tests, and read only metrics
-//! seqvend exports.
+//! The Prometheus alert rules pass promtool's check and unit tests; the Grafana dashboard is
+//! provisioned with the datasource it names and queries in PromQL promtool accepts; both
+//! read only metrics seqvend exports.
 
 use std::collections::BTreeSet;
 use std::process::{Command, Output};
 use std::time::Duration;
 
+use reqwest::StatusCode;
+use serde_json::{json, Value as Json};
 use serde_yaml::Value;
 
 use crate::helpers::{eventually, scratch_dir, spawn_app_on, test_settings, TestDb};
@@ -41,9 +44,12 @@ fn compose_runs_postgresql_seqvend_and_a_prometheus_that_scrapes_it() {
     let prometheus = yaml(config_path);
     let job = &prometheus["scrape_configs"][0];
     assert_eq!(job["metrics_path"].as_str(), Some("/metrics"));
+    // /metrics is served on its own listener, off the API port.
+    let metrics_port = metrics_port(&compose);
+    assert_ne!(metrics_port, "8080");
     assert_eq!(
         job["static_configs"][0]["targets"][0].as_str(),
-        Some("seqvend:8080")
+        Some(format!("seqvend:{metrics_port}").as_str())
     );
     // Prometheus loads the alert rules from where compose mounts them.
     let rule_files = prometheus["rule_files"].as_sequence().expect("rule_files");
@@ -61,12 +67,33 @@ fn compose_runs_postgresql_seqvend_and_a_prometheus_that_scrapes_it() {
     );
 }
 
+/// The port of seqvend's metrics listener in docker-compose.yml (`SEQVEND_METRICS_LISTEN`).
+fn metrics_port(compose: &Value) -> String {
+    let listen = compose["services"]["seqvend"]["environment"]["SEQVEND_METRICS_LISTEN"]
+        .as_str()
+        .expect("compose gives seqvend a metrics listener");
+    let (host, port) = listen.rsplit_once(':').unwrap();
+    assert_eq!(
+        host, "0.0.0.0",
+        "Prometheus reaches it from another container"
+    );
+    port.to_owned()
+}
+
 #[test]
 fn the_image_listens_where_compose_and_prometheus_look() {
     let dockerfile =
         std::fs::read_to_string(format!("{}/Dockerfile", env!("CARGO_MANIFEST_DIR"))).unwrap();
     assert!(dockerfile.contains("SEQVEND_LISTEN=0.0.0.0:8080"));
-    assert!(dockerfile.contains("EXPOSE 8080"));
+    let exposed: Vec<&str> = dockerfile
+        .lines()
+        .filter_map(|line| line.strip_prefix("EXPOSE "))
+        .flat_map(str::split_whitespace)
+        .collect();
+    let metrics_port = metrics_port(&yaml("docker-compose.yml"));
+    for port in ["8080", metrics_port.as_str()] {
+        assert!(exposed.contains(&port), "EXPOSE {port}: {exposed:?}");
+    }
     assert!(
         dockerfile.contains("ENV SQLX_OFFLINE=true"),
         "the image builds from the committed .sqlx data"
@@ -172,6 +199,265 @@ fn the_alert_rules_pass_promtool_s_check_and_their_unit_tests() {
             stderr(&output)
         );
     }
+}
+
+const DASHBOARD: &str = "deploy/grafana/dashboards/seqvend.json";
+
+fn dashboard() -> Json {
+    let text =
+        std::fs::read_to_string(format!("{}/{DASHBOARD}", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    serde_json::from_str(&text).unwrap_or_else(|err| panic!("{DASHBOARD} is not valid JSON: {err}"))
+}
+
+/// Every panel of the dashboard, rows and the panels inside (collapsed) rows included.
+fn panels(dashboard: &Json) -> Vec<&Json> {
+    fn walk<'a>(list: &'a Json, into: &mut Vec<&'a Json>) {
+        for panel in list.as_array().into_iter().flatten() {
+            into.push(panel);
+            walk(&panel["panels"], into);
+        }
+    }
+    let mut all = Vec::new();
+    walk(&dashboard["panels"], &mut all);
+    all
+}
+
+/// Every panel query's PromQL.
+fn dashboard_expressions(dashboard: &Json) -> Vec<String> {
+    panels(dashboard)
+        .iter()
+        .flat_map(|panel| panel["targets"].as_array().into_iter().flatten())
+        .map(|target| target["expr"].as_str().expect("a PromQL expr").to_owned())
+        .collect()
+}
+
+/// The template variables' queries, stored by Grafana as a string or as `{"query": …}`.
+fn variable_queries(dashboard: &Json) -> Vec<String> {
+    dashboard["templating"]["list"]
+        .as_array()
+        .expect("templating")
+        .iter()
+        .filter(|variable| variable["type"] == "query")
+        .map(|variable| {
+            let query = &variable["query"];
+            let text = query.as_str().or_else(|| query["query"].as_str());
+            text.expect("a variable query").to_owned()
+        })
+        .collect()
+}
+
+/// The series selector and the label of `label_values(selector, label)`.
+fn label_values(query: &str) -> (&str, &str) {
+    query
+        .trim()
+        .strip_prefix("label_values(")
+        .and_then(|inner| inner.strip_suffix(')'))
+        .and_then(|inner| inner.rsplit_once(','))
+        .map(|(selector, label)| (selector.trim(), label.trim()))
+        .unwrap_or_else(|| panic!("not a label_values(selector, label) query: {query}"))
+}
+
+/// The host path, relative to the repository, that a compose service mounts read-only at
+/// `target`.
+fn mounted_at(service: &Value, target: &str) -> String {
+    let mounts = service["volumes"].as_sequence().expect("volumes");
+    let mount = mounts
+        .iter()
+        .map(|mount| mount.as_str().unwrap())
+        .find(|mount| mount.split(':').nth(1) == Some(target))
+        .unwrap_or_else(|| panic!("nothing mounted at {target}: {mounts:?}"));
+    assert!(mount.ends_with(":ro"), "{mount} must be read-only");
+    mount
+        .split(':')
+        .next()
+        .unwrap()
+        .trim_start_matches("./")
+        .to_owned()
+}
+
+/// The entries under `key` of every YAML file in a provisioning folder.
+fn provisioned(dir: &str, key: &str) -> Vec<Value> {
+    let path = format!("{}/{dir}", env!("CARGO_MANIFEST_DIR"));
+    let mut files: Vec<String> = std::fs::read_dir(&path)
+        .unwrap_or_else(|err| panic!("{dir}: {err}"))
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".yml") || name.ends_with(".yaml"))
+        .collect();
+    files.sort();
+    files
+        .iter()
+        .flat_map(|file| {
+            let entries = yaml(&format!("{dir}/{file}"))[key].clone();
+            entries.as_sequence().cloned().unwrap_or_default()
+        })
+        .collect()
+}
+
+#[test]
+fn compose_provisions_grafana_with_the_dashboard_and_the_datasource_it_names() {
+    let compose = yaml("docker-compose.yml");
+    let grafana = &compose["services"]["grafana"];
+    let image = grafana["image"].as_str().expect("a grafana image");
+    let tag = image.rsplit_once(':').map(|(_, tag)| tag);
+    assert!(
+        tag.is_some_and(|tag| tag.starts_with(|c: char| c.is_ascii_digit())),
+        "pin a Grafana version: {image}"
+    );
+    assert_eq!(grafana["ports"][0].as_str(), Some("3000:3000"));
+    assert!(
+        grafana["depends_on"]
+            .as_sequence()
+            .is_some_and(|services| services.iter().any(|s| s == "prometheus")),
+        "Grafana starts after Prometheus"
+    );
+    let provisioning = mounted_at(grafana, "/etc/grafana/provisioning");
+
+    // One datasource: the compose Prometheus, under a fixed uid.
+    let datasources = provisioned(&format!("{provisioning}/datasources"), "datasources");
+    assert_eq!(datasources.len(), 1, "{datasources:?}");
+    let source = &datasources[0];
+    assert_eq!(source["type"].as_str(), Some("prometheus"));
+    let published = compose["services"]["prometheus"]["ports"][0]
+        .as_str()
+        .unwrap();
+    let port = published.rsplit(':').next().unwrap();
+    assert_eq!(
+        source["url"].as_str(),
+        Some(format!("http://prometheus:{port}").as_str())
+    );
+    let uid = source["uid"].as_str().expect("a fixed datasource uid");
+
+    // The dashboards are read from a folder compose mounts: the one holding seqvend's.
+    let providers = provisioned(&format!("{provisioning}/dashboards"), "providers");
+    assert_eq!(providers.len(), 1, "{providers:?}");
+    assert_eq!(providers[0]["type"].as_str(), Some("file"));
+    let inside = providers[0]["options"]["path"].as_str().expect("a path");
+    let folder = mounted_at(grafana, inside);
+    assert_eq!(format!("{folder}/seqvend.json"), DASHBOARD);
+    if let Some(home) = grafana["environment"]["GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH"].as_str()
+    {
+        assert_eq!(home, format!("{inside}/seqvend.json"));
+    }
+
+    // Every panel and query of the dashboard asks that datasource, by its uid.
+    let dashboard = dashboard();
+    let mut asked = 0;
+    for panel in panels(&dashboard) {
+        let title = &panel["title"];
+        if panel["type"] == "row" {
+            continue;
+        }
+        let targets = panel["targets"].as_array().into_iter().flatten();
+        for datasource in
+            std::iter::once(&panel["datasource"]).chain(targets.map(|t| &t["datasource"]))
+        {
+            assert_eq!(datasource["uid"].as_str(), Some(uid), "panel {title}");
+            asked += 1;
+        }
+    }
+    for variable in dashboard["templating"]["list"].as_array().unwrap() {
+        assert_eq!(
+            variable["datasource"]["uid"].as_str(),
+            Some(uid),
+            "{variable}"
+        );
+    }
+    assert!(asked > 0);
+}
+
+#[test]
+fn the_dashboard_parses_and_every_panel_has_a_query() {
+    let dashboard = dashboard();
+    assert_eq!(
+        dashboard["uid"].as_str(),
+        Some("seqvend"),
+        "a stable address"
+    );
+    // Grafana 10 and 11 load schema 36 onwards as they are; older ones are migrated.
+    let schema = dashboard["schemaVersion"]
+        .as_u64()
+        .expect("a schemaVersion");
+    assert!(schema >= 36, "schemaVersion {schema}");
+    let mut ids = BTreeSet::new();
+    let mut queried = 0;
+    for panel in panels(&dashboard) {
+        let title = panel["title"].as_str().expect("a title");
+        let id = panel["id"].as_u64().expect("an id");
+        assert!(ids.insert(id), "panel id {id} twice ({title})");
+        let place = &panel["gridPos"];
+        let right = place["x"].as_u64().unwrap() + place["w"].as_u64().unwrap();
+        assert!(right <= 24, "panel {title} is wider than the dashboard");
+        if panel["type"] == "row" {
+            continue;
+        }
+        let targets = panel["targets"].as_array().map_or(&[][..], Vec::as_slice);
+        assert!(!targets.is_empty(), "panel {title} has no query");
+        let mut refs = BTreeSet::new();
+        for target in targets {
+            let expr = target["expr"].as_str().unwrap_or_default();
+            assert!(
+                !expr.trim().is_empty(),
+                "panel {title}: a query without PromQL"
+            );
+            let reference = target["refId"].as_str().expect("a refId");
+            assert!(
+                refs.insert(reference),
+                "panel {title}: refId {reference} twice"
+            );
+        }
+        queried += 1;
+    }
+    assert!(queried > 0);
+    // The sequence variable lists the sequences seqvend exports gauges for.
+    let variables = dashboard["templating"]["list"].as_array().unwrap();
+    let sequence = variables
+        .iter()
+        .find(|variable| variable["name"] == "sequence")
+        .expect("a sequence variable");
+    let query = sequence["query"]["query"].as_str().unwrap();
+    assert_eq!(
+        label_values(query),
+        ("seqvend_sequence_remaining", "sequence")
+    );
+}
+
+#[test]
+fn the_dashboard_queries_are_promql_promtool_accepts() {
+    // Grafana's variables replaced by what they stand for, each query a recording rule.
+    let dashboard = dashboard();
+    let selectors = variable_queries(&dashboard);
+    let selectors = selectors
+        .iter()
+        .map(|query| label_values(query).0.to_owned());
+    let rules: Vec<Json> = dashboard_expressions(&dashboard)
+        .into_iter()
+        .chain(selectors)
+        .enumerate()
+        .map(|(i, expr)| {
+            let expr = expr
+                .replace("$__rate_interval", "1m")
+                .replace("$sequence", ".*");
+            assert!(
+                !expr.contains('$'),
+                "a variable promtool cannot read: {expr}"
+            );
+            json!({"record": format!("dashboard:query_{i}"), "expr": expr})
+        })
+        .collect();
+    // JSON is YAML: promtool reads it as a rule file.
+    let file = json!({"groups": [{"name": "dashboard", "rules": rules}]});
+    let dir = scratch_dir("dashboard-rules");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("dashboard.rules.yml");
+    std::fs::write(&path, file.to_string()).unwrap();
+    let output = promtool(&["check", "rules", path.to_str().unwrap()]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(
+        output.status.success(),
+        "promtool check rules on the dashboard's queries:\n{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        stderr(&output)
+    );
 }
 
 /// Every rule's PromQL expression.
@@ -312,34 +598,41 @@ fn exported_names(scrape: &str) -> BTreeSet<String> {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn every_metric_the_alert_rules_use_is_one_seqvend_exports() {
+async fn every_metric_the_alert_rules_and_the_dashboard_use_is_one_seqvend_exports() {
     let db = TestDb::shared().await;
     let mut settings = test_settings();
     settings.watch.interval = Duration::from_millis(50);
     let app = spawn_app_on(&db, settings).await;
-    // Traffic, so that the labelled metrics have series to show.
-    app.create_ok("alerted", 1, 100).await;
-    app.next_value("alerted").await;
+    // Traffic, so that the labelled metrics have series to show: a cached sequence refills
+    // its cache, and a sequence in use gets a rate and a forecast.
+    let cached = json!({"name": "cached", "min": 1, "max": 1_000_000, "cache": {"size": 100}});
+    let reply = app.create(cached).await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
+    app.next_value("cached").await;
+    app.create_ok("alerted", 1, 1_000_000).await;
     eventually(
-        Duration::from_secs(10),
-        "the sequence gauges appear",
+        Duration::from_secs(20),
+        "the sequence's forecast appears",
         || async {
+            app.next_value("alerted").await;
             app.scrape()
                 .await
-                .contains(r#"seqvend_sequence_capacity_values{sequence="alerted"}"#)
+                .contains(r#"seqvend_sequence_seconds_until_exhausted{sequence="alerted"}"#)
         },
     )
     .await;
     let scrape = app.scrape().await;
     let exported = exported_names(&scrape);
 
-    let expressions = alert_expressions();
+    let dashboard = dashboard();
+    let mut expressions = alert_expressions();
+    expressions.extend(dashboard_expressions(&dashboard));
     let mut used = BTreeSet::new();
     for expr in &expressions {
         let names = metric_names(expr);
         assert!(!names.is_empty(), "no metric in {expr}");
         used.extend(names);
-        // A route the rules match exactly must be one seqvend labels its requests with.
+        // A route matched exactly must be one seqvend labels its requests with.
         for quoted in expr.split(r#"route=""#).skip(1) {
             let route = quoted.split('"').next().unwrap();
             assert!(
@@ -348,9 +641,24 @@ async fn every_metric_the_alert_rules_use_is_one_seqvend_exports() {
             );
         }
     }
+    // A template variable lists a label of a metric: both must be there.
+    let mut listed = Vec::new();
+    for query in variable_queries(&dashboard) {
+        let (selector, label) = label_values(&query);
+        let names = metric_names(selector);
+        assert!(!names.is_empty(), "no metric in {query}");
+        listed.extend(names.iter().map(|name| (name.clone(), label.to_owned())));
+        used.extend(names);
+    }
     let unknown: Vec<&String> = used.difference(&exported).collect();
     assert!(
         unknown.is_empty(),
-        "the alert rules read metrics seqvend does not export: {unknown:?}"
+        "the alert rules or the dashboard read metrics seqvend does not export: {unknown:?}"
     );
+    for (name, label) in listed {
+        let labelled = scrape.lines().any(|line| {
+            line.starts_with(&format!("{name}{{")) && line.contains(&format!(r#"{label}=""#))
+        });
+        assert!(labelled, "seqvend exports no {name} with a {label} label");
+    }
 }
