@@ -28,6 +28,10 @@ fn usage(reply: &Reply) -> (f64, f64, Value) {
 
 fn assert_within_tenth(measured: f64, expected: f64, what: &str) {
     let error = (measured - expected).abs() / expected;
+    eprintln!(
+        "{what}: {measured:.1}/s against {expected:.1}/s vended ({:.2}% off)",
+        error * 100.0
+    );
     assert!(
         error <= 0.10,
         "{what}: seqvend says {measured:.1}/s, the test vended {expected:.1}/s ({:.1}% off)",
