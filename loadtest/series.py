@@ -75,6 +75,7 @@ def count_with(count, start):
 def main():
     started = datetime.datetime.now(datetime.timezone.utc)
     with tempfile.TemporaryDirectory(prefix="seqvend-series-") as scratch:
+        os.chmod(scratch, 0o755)
         data_dir = Path(scratch) / "data"
         seqvend = Seqvend(data_dir)
         try:
