@@ -41,12 +41,22 @@ def families(text):
     return counts
 
 
+def patiently(method, path, body=None, token=None):
+    """A request retried on 503, as a client would (the machine is shared and busy)."""
+    for attempt in range(20):
+        status, reply = api(method, path, body, **({"token": token} if token else {}))
+        if status != 503:
+            return status, reply
+        time.sleep(0.1 * (attempt + 1))
+    return status, reply
+
+
 def create_and_vend(name):
-    status, reply = api("POST", "/sequences", {"name": name, "min": 1, "max": 1_000_000})
+    status, reply = patiently("POST", "/sequences", {"name": name, "min": 1, "max": 1_000_000})
     if status not in (201, 409):
         sys.exit(f"could not create {name}: {status} {reply}")
     for _ in range(2):
-        status, reply = api("POST", f"/sequences/{name}/next", token=VEND_TOKEN)
+        status, reply = patiently("POST", f"/sequences/{name}/next", token=VEND_TOKEN)
         if status != 200:
             sys.exit(f"next {name}: {status} {reply}")
 
@@ -66,7 +76,7 @@ def settle(expected_remaining):
 
 def count_with(count, start):
     names = [f"s{i:05d}" for i in range(start, count)]
-    with concurrent.futures.ThreadPoolExecutor(max_workers=16) as pool:
+    with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
         list(pool.map(create_and_vend, names))
     text = settle(count * (1_000_000 - 2))
     return families(text), len(text.encode())

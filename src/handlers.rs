@@ -1,6 +1,7 @@
 //! HTTP handlers and the route table. Handlers parse requests into domain types at the
 //! edge and map outcomes to responses; the work happens in `registry` and `vend`.
 
+mod access;
 mod deadline;
 pub mod error;
 mod error_translation;
@@ -11,6 +12,7 @@ mod ids;
 mod leases;
 mod openapi;
 mod sequences;
+mod tokens;
 mod tracking;
 mod vend;
 mod workers;
@@ -85,6 +87,22 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .service(
             resource("/workers/{worker_id}/renew", "POST")
                 .route(web::post().to(workers::renew))
+                .wrap(from_fn(deadline::bound)),
+        )
+        .service(
+            resource("/events", "GET")
+                .route(web::get().to(events::list_all))
+                .wrap(from_fn(deadline::bound)),
+        )
+        .service(
+            resource("/tokens", "GET, POST")
+                .route(web::get().to(tokens::list))
+                .route(web::post().to(tokens::create))
+                .wrap(from_fn(deadline::bound)),
+        )
+        .service(
+            resource("/tokens/{id}", "DELETE")
+                .route(web::delete().to(tokens::revoke))
                 .wrap(from_fn(deadline::bound)),
         );
 }

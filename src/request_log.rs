@@ -1,5 +1,6 @@
 //! Per-request bookkeeping: a request id (the caller's `X-Request-Id`, else a new one) echoed
-//! on every response, one log line per request, and the request metrics.
+//! on every response, one log line per request (with the name of the token used), and the
+//! request metrics.
 
 use std::time::Instant;
 
@@ -7,9 +8,10 @@ use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header::{HeaderName, HeaderValue};
 use actix_web::middleware::Next;
-use actix_web::web;
+use actix_web::{web, HttpMessage};
 use tracing::Instrument;
 
+use crate::auth::TokenName;
 use crate::metrics::Metrics;
 
 pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -53,10 +55,16 @@ pub async fn observe(
     }
     let latency_ms = elapsed.as_secs_f64() * 1000.0;
     let method = request.method().as_str();
+    // The token's name (never its secret), once the request was authenticated.
+    let token = request
+        .extensions()
+        .get::<TokenName>()
+        .map(|name| name.0.clone())
+        .unwrap_or_default();
     if matches!(route.as_str(), "/healthz" | "/readyz" | "/metrics") {
         tracing::debug!(method, route, status = status.as_u16(), latency_ms, request_id = %id_text, "request");
     } else {
-        tracing::info!(method, route, status = status.as_u16(), latency_ms, request_id = %id_text, "request");
+        tracing::info!(method, route, status = status.as_u16(), latency_ms, token, request_id = %id_text, "request");
     }
     Ok(response)
 }

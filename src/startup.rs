@@ -8,7 +8,7 @@ use actix_web::dev::Server;
 use actix_web::middleware::from_fn;
 use actix_web::{web, App, HttpServer};
 
-use crate::auth::Tokens;
+use crate::auth::{self, TokenStore, Tokens};
 use crate::cache::{self, InstanceCache};
 use crate::handlers;
 use crate::ids::{self, worker_lease, Clock, Snowflake, UuidV7s};
@@ -72,6 +72,11 @@ impl Application {
         );
         let keeper = cache::spawn_keeper(cache.clone());
         let notifications = cache::spawn_listener(registry.clone(), cache.clone(), catalog.clone());
+        let token_store = Arc::new(TokenStore::new(
+            registry.clone(),
+            settings.vend.statement_deadline,
+        ));
+        let token_changes = auth::spawn_listener(registry.clone(), token_store.clone());
         let sampler = usage::spawn(registry.clone(), metrics.clone(), settings.watch.clone());
         let (snowflake, renewer) =
             start_snowflake(&registry, &metrics, settings, clock.clone()).await?;
@@ -92,6 +97,7 @@ impl Application {
             uuids: web::Data::new(uuids),
             id_settings: web::Data::new(settings.ids.clone()),
             tokens: web::Data::new(settings.tokens.clone()),
+            token_store: web::Data::from(token_store),
             registry_deadline: web::Data::new(handlers::RegistryDeadline(
                 settings.vend.statement_deadline,
             )),
@@ -115,7 +121,7 @@ impl Application {
             registry: registry_for_shutdown,
             snowflake: snowflake_for_shutdown,
             cache,
-            tasks: BackgroundTasks(vec![renewer, keeper, notifications, sampler]),
+            tasks: BackgroundTasks(vec![renewer, keeper, notifications, sampler, token_changes]),
         })
     }
 
@@ -198,6 +204,7 @@ struct AppState {
     uuids: web::Data<UuidV7s>,
     id_settings: web::Data<crate::settings::IdSettings>,
     tokens: web::Data<Tokens>,
+    token_store: web::Data<TokenStore>,
     registry_deadline: web::Data<handlers::RegistryDeadline>,
     /// Whether the main listener serves `/metrics` (no address of its own given).
     metrics_here: bool,
@@ -253,6 +260,7 @@ fn build_app(
         .app_data(state.uuids.clone())
         .app_data(state.id_settings.clone())
         .app_data(state.tokens.clone())
+        .app_data(state.token_store.clone())
         .app_data(state.registry_deadline.clone())
         .app_data(handlers::json_config())
         .app_data(handlers::query_config())

@@ -30,14 +30,26 @@ pub enum ApiError {
     InvalidAlerts(#[from] AlertsError),
     #[error("a bearer token is required: send `Authorization: Bearer <token>`")]
     Unauthorized,
-    #[error("this token may vend and read, not administer sequences")]
-    Forbidden,
+    #[error(
+        "this token lacks the scope {needed} (or a prefix, namespace or `*` scope covering it)"
+    )]
+    Forbidden { needed: String },
     #[error("{0}")]
     NotFound(String),
     #[error("{what} does not allow this method; it allows {allowed}")]
     MethodNotAllowed { what: String, allowed: &'static str },
     #[error("the name {0:?} is taken (names are never reused, even after retirement)")]
     NameTaken(String),
+    #[error("a token is already named {0:?} (token names are never reused)")]
+    TokenNameTaken(String),
+    #[error(
+        "the Idempotency-Key {0:?} was used with a different request; use a new key for a new          request"
+    )]
+    IdempotencyKeyReused(String),
+    #[error(
+        "a request with the Idempotency-Key {0:?} is still being served; retry once it answered"
+    )]
+    IdempotencyKeyInFlight(String),
     #[error("[{min}, {max}] overlaps a range already allocated in namespace {namespace:?}")]
     RangeOverlap {
         namespace: String,
@@ -101,10 +113,13 @@ impl ApiError {
             Self::InvalidCachePolicy(_) => "invalid_cache_policy",
             Self::InvalidAlerts(_) => "invalid_alerts",
             Self::Unauthorized => "unauthorized",
-            Self::Forbidden => "forbidden",
+            Self::Forbidden { .. } => "forbidden",
             Self::NotFound(_) => "not_found",
             Self::MethodNotAllowed { .. } => "method_not_allowed",
             Self::NameTaken(_) => "name_taken",
+            Self::TokenNameTaken(_) => "token_name_taken",
+            Self::IdempotencyKeyReused(_) => "idempotency_key_reused",
+            Self::IdempotencyKeyInFlight(_) => "idempotency_key_in_flight",
             Self::RangeOverlap { .. } => "range_overlap",
             Self::SequenceExhausted(_) => "sequence_exhausted",
             Self::SequenceRetired(_) => "sequence_retired",
@@ -135,14 +150,17 @@ impl ResponseError for ApiError {
             | Self::InvalidCachePolicy(_)
             | Self::InvalidAlerts(_) => StatusCode::BAD_REQUEST,
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
-            Self::Forbidden => StatusCode::FORBIDDEN,
+            Self::Forbidden { .. } => StatusCode::FORBIDDEN,
             Self::NotFound(_) => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             Self::NameTaken(_)
+            | Self::TokenNameTaken(_)
+            | Self::IdempotencyKeyInFlight(_)
             | Self::RangeOverlap { .. }
             | Self::SequenceExhausted(_)
             | Self::LeaseLost(_) => StatusCode::CONFLICT,
             Self::SequenceRetired(_) => StatusCode::GONE,
+            Self::IdempotencyKeyReused(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Self::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::Unavailable(_)
             | Self::NoWorkerId(_)

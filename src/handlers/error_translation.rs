@@ -21,6 +21,8 @@ impl From<RegistryError> for ApiError {
                 max,
             },
             RegistryError::SequenceRetired(name) => Self::SequenceRetired(name.to_string()),
+            RegistryError::TokenNameTaken(name) => Self::TokenNameTaken(name),
+            RegistryError::TokenNotFound(id) => Self::NotFound(format!("no token has id {id}")),
             // Already logged, with its cause, where it was judged (`RegistryError::from_db`).
             RegistryError::Unavailable(_) => Self::Unavailable("the database is unavailable"),
             RegistryError::Internal(cause) => Self::Internal(cause),

@@ -1,14 +1,16 @@
-//! `GET /sequences/{name}/events`: a sequence's history, oldest first, paged by event id.
+//! `GET /sequences/{name}/events`: a sequence's history; `GET /events`: the whole log, the
+//! audit trail of admin actions and token changes included. Oldest first, paged by event id.
 
 use actix_web::{web, HttpResponse};
 use serde::Deserialize;
 use sqlx::PgPool;
 use utoipa::IntoParams;
 
+use super::access::require_on_sequence;
 use super::error::{ApiError, ErrorBody};
-use crate::auth::Reader;
+use crate::auth::{Caller, Resource, Verb};
 use crate::domain::SequenceName;
-use crate::registry::{self, EventPage};
+use crate::registry::{self, Catalog, EventPage};
 
 const DEFAULT_PAGE: u32 = 100;
 const MAX_PAGE: u32 = 1000;
@@ -35,29 +37,60 @@ pub struct EventsQuery {
         (status = 200, description = "A page of the sequence's events, oldest first", body = EventPage),
         (status = 400, description = "invalid_name or invalid_request", body = ErrorBody),
         (status = 401, description = "unauthorized", body = ErrorBody),
+        (status = 403, description = "forbidden: the token has no read scope on the sequence", body = ErrorBody),
         (status = 404, description = "not_found", body = ErrorBody),
         (status = 500, description = "internal", body = ErrorBody),
         (status = 503, description = "unavailable", body = ErrorBody),
     )
 )]
 pub async fn list(
-    _: Reader,
+    caller: Caller,
     pool: web::Data<PgPool>,
+    catalog: web::Data<Catalog>,
     name: web::Path<String>,
     query: web::Query<EventsQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let name = SequenceName::parse(&name)?;
-    let limit = query.limit.unwrap_or(DEFAULT_PAGE);
-    if !(1..=MAX_PAGE).contains(&limit) {
-        return Err(ApiError::InvalidRequest(format!(
-            "`limit` must be between 1 and {MAX_PAGE}"
-        )));
-    }
-    let after = query.after.unwrap_or(0);
-    if after < 0 {
-        return Err(ApiError::InvalidRequest(
-            "`after` must be an event id (0 or more)".into(),
-        ));
-    }
+    require_on_sequence(&caller, Verb::Read, &catalog, &pool, &name).await?;
+    let (after, limit) = query.page()?;
     Ok(HttpResponse::Ok().json(registry::list_events(&pool, &name, after, limit).await?))
+}
+
+#[utoipa::path(
+    get, path = "/events", tag = "admin", params(EventsQuery),
+    responses(
+        (status = 200, description = "A page of all events, oldest first: every sequence's, and token changes", body = EventPage),
+        (status = 400, description = "invalid_request", body = ErrorBody),
+        (status = 401, description = "unauthorized", body = ErrorBody),
+        (status = 403, description = "forbidden: the token is no admin of everything (admin:*)", body = ErrorBody),
+        (status = 500, description = "internal", body = ErrorBody),
+        (status = 503, description = "unavailable", body = ErrorBody),
+    )
+)]
+pub async fn list_all(
+    caller: Caller,
+    pool: web::Data<PgPool>,
+    query: web::Query<EventsQuery>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Verb::Admin, Resource::Service)?;
+    let (after, limit) = query.page()?;
+    Ok(HttpResponse::Ok().json(registry::list_all_events(&pool, after, limit).await?))
+}
+
+impl EventsQuery {
+    fn page(&self) -> Result<(i64, u32), ApiError> {
+        let limit = self.limit.unwrap_or(DEFAULT_PAGE);
+        if !(1..=MAX_PAGE).contains(&limit) {
+            return Err(ApiError::InvalidRequest(format!(
+                "`limit` must be between 1 and {MAX_PAGE}"
+            )));
+        }
+        let after = self.after.unwrap_or(0);
+        if after < 0 {
+            return Err(ApiError::InvalidRequest(
+                "`after` must be an event id (0 or more)".into(),
+            ));
+        }
+        Ok((after, limit))
+    }
 }

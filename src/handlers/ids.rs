@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::error::{ApiError, ErrorBody};
-use crate::auth::Reader;
+use crate::auth::{Caller, Resource, Verb};
 use crate::ids::{Snowflake, UuidV7s};
 
 const MAX_COUNT: u64 = 10_000;
@@ -70,10 +70,11 @@ pub struct Uuids {
     )
 )]
 pub async fn snowflake(
-    _: Reader,
+    caller: Caller,
     snowflake: web::Data<Snowflake>,
     query: web::Query<CountQuery>,
 ) -> Result<HttpResponse, ApiError> {
+    caller.require(Verb::Vend, Resource::AnySequence)?;
     let ids = snowflake.issue(query.count()?).await?;
     let ids_str = ids.iter().map(i64::to_string).collect();
     Ok(HttpResponse::Ok().json(SnowflakeIds { ids, ids_str }))
@@ -89,10 +90,11 @@ pub async fn snowflake(
     )
 )]
 pub async fn decode(
-    _: Reader,
+    caller: Caller,
     snowflake: web::Data<Snowflake>,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
+    caller.require(Verb::Read, Resource::AnySequence)?;
     let layout = snowflake.layout();
     let not_an_id = || {
         let (t, w, s) = layout.bits();
@@ -129,10 +131,11 @@ pub async fn decode(
     )
 )]
 pub async fn uuidv7(
-    _: Reader,
+    caller: Caller,
     uuids: web::Data<UuidV7s>,
     query: web::Query<CountQuery>,
 ) -> Result<HttpResponse, ApiError> {
+    caller.require(Verb::Vend, Resource::AnySequence)?;
     let ids = uuids
         .issue(query.count()?)
         .iter()

@@ -7,8 +7,9 @@ use serde::{Deserialize, Serialize};
 use sqlx::PgPool;
 use utoipa::{IntoParams, ToSchema};
 
+use super::access::require_on_sequence;
 use super::error::{ApiError, ErrorBody};
-use crate::auth::Reader;
+use crate::auth::{Caller, Verb};
 use crate::domain::{SequenceName, MAX_CACHE_SIZE};
 use crate::registry::{CacheView, Catalog, Known};
 use crate::settings::CacheSettings;
@@ -54,6 +55,7 @@ pub struct LeaseView<'a> {
         (status = 200, description = "A lease, durable before it is returned", body = LeaseView),
         (status = 400, description = "invalid_name or invalid_request", body = ErrorBody),
         (status = 401, description = "unauthorized", body = ErrorBody),
+        (status = 403, description = "forbidden: the token has no vend scope on the sequence", body = ErrorBody),
         (status = 404, description = "not_found", body = ErrorBody),
         (status = 409, description = "sequence_exhausted", body = ErrorBody),
         (status = 410, description = "sequence_retired", body = ErrorBody),
@@ -62,7 +64,7 @@ pub struct LeaseView<'a> {
     )
 )]
 pub async fn lease(
-    _: Reader,
+    caller: Caller,
     vender: web::Data<Vender>,
     pool: web::Data<PgPool>,
     catalog: web::Data<Catalog>,
@@ -76,7 +78,7 @@ pub async fn lease(
             "`count` must be between 1 and {MAX_CACHE_SIZE}"
         )));
     }
-    let entry = match catalog.lookup(&pool, &name).await? {
+    let entry = match require_on_sequence(&caller, Verb::Vend, &catalog, &pool, &name).await? {
         Known::Sequence(entry) => entry,
         Known::NoSuchSequence => return Err(ApiError::sequence_not_found(name.as_str())),
     };

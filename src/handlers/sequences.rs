@@ -8,10 +8,11 @@ use sqlx::PgPool;
 
 use utoipa::{IntoParams, ToSchema};
 
+use super::access::require_on_sequence;
 use super::error::ApiError;
 use super::error::ErrorBody;
 use super::RegistryDeadline;
-use crate::auth::{Admin, Reader};
+use crate::auth::{Caller, Resource, Verb};
 use crate::carriers::{Format, FormatError};
 use crate::domain::{AlertThresholds, CachePolicy, RangeBounds, SequenceName, SequenceSpec};
 use crate::registry::{
@@ -214,7 +215,7 @@ pub struct ListQuery {
         (status = 201, description = "Created", body = SequenceView),
         (status = 400, description = "invalid_name, invalid_request, invalid_range, invalid_format, invalid_cache_policy or invalid_alerts", body = ErrorBody),
         (status = 401, description = "unauthorized", body = ErrorBody),
-        (status = 403, description = "forbidden: not an admin token", body = ErrorBody),
+        (status = 403, description = "forbidden: the token has no admin scope on the sequence", body = ErrorBody),
         (status = 409, description = "name_taken or range_overlap", body = ErrorBody),
         (status = 413, description = "payload_too_large", body = ErrorBody),
         (status = 500, description = "internal", body = ErrorBody),
@@ -222,12 +223,19 @@ pub struct ListQuery {
     )
 )]
 pub async fn create(
-    _: Admin,
+    caller: Caller,
     pool: web::Data<PgPool>,
     body: web::Json<CreateSequenceBody>,
 ) -> Result<HttpResponse, ApiError> {
     let new = NewSequence::try_from(body.into_inner())?;
-    let sequence = registry::create_sequence(&pool, new).await?;
+    caller.require(
+        Verb::Admin,
+        Resource::Sequence {
+            name: new.name.as_str(),
+            namespace: Some(new.namespace.as_str()),
+        },
+    )?;
+    let sequence = registry::create_sequence(&pool, new, caller.name()).await?;
     tracing::info!(sequence = %sequence.name, "sequence created");
     Ok(HttpResponse::Created().json(sequence))
 }
@@ -239,7 +247,7 @@ pub async fn create(
         (status = 201, description = "Added: pending, or active if the sequence had run out", body = RangeView),
         (status = 400, description = "invalid_name, invalid_request, invalid_range, or invalid_format (the range does not fit the sequence's format)", body = ErrorBody),
         (status = 401, description = "unauthorized", body = ErrorBody),
-        (status = 403, description = "forbidden: not an admin token", body = ErrorBody),
+        (status = 403, description = "forbidden: the token has no admin scope on the sequence", body = ErrorBody),
         (status = 404, description = "not_found", body = ErrorBody),
         (status = 409, description = "range_overlap", body = ErrorBody),
         (status = 410, description = "sequence_retired", body = ErrorBody),
@@ -249,22 +257,23 @@ pub async fn create(
     )
 )]
 pub async fn add_range(
-    _: Admin,
+    caller: Caller,
     pool: web::Data<PgPool>,
     catalog: web::Data<Catalog>,
     name: web::Path<String>,
     body: web::Json<AddRangeBody>,
 ) -> Result<HttpResponse, ApiError> {
     let name = SequenceName::parse(&name)?;
+    let known = require_on_sequence(&caller, Verb::Admin, &catalog, &pool, &name).await?;
     let bounds = RangeBounds::parse(&body.min, &body.max)?;
     // A format never changes, so checking before the registry's transaction is race-free.
     // No such sequence: `add_range` answers it.
-    if let Known::Sequence(entry) = catalog.lookup(&pool, &name).await? {
+    if let Known::Sequence(entry) = known {
         if let Some(format) = &entry.format {
             format.check_range(bounds.min(), bounds.max())?;
         }
     }
-    let range = registry::add_range(&pool, &name, bounds).await?;
+    let range = registry::add_range(&pool, &name, bounds, caller.name()).await?;
     tracing::info!(sequence = %name, min = range.min, max = range.max, "range added");
     Ok(HttpResponse::Created().json(range))
 }
@@ -275,17 +284,20 @@ pub async fn add_range(
         (status = 200, description = "The sequence", body = SequenceView),
         (status = 400, description = "invalid_name", body = ErrorBody),
         (status = 401, description = "unauthorized", body = ErrorBody),
+        (status = 403, description = "forbidden: the token has no read scope on the sequence (on any sequence, for the list)", body = ErrorBody),
         (status = 404, description = "not_found", body = ErrorBody),
         (status = 500, description = "internal", body = ErrorBody),
         (status = 503, description = "unavailable", body = ErrorBody),
     )
 )]
 pub async fn get(
-    _: Reader,
+    caller: Caller,
     pool: web::Data<PgPool>,
+    catalog: web::Data<Catalog>,
     name: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let name = SequenceName::parse(&name)?;
+    require_on_sequence(&caller, Verb::Read, &catalog, &pool, &name).await?;
     Ok(HttpResponse::Ok().json(registry::get_sequence(&pool, &name).await?))
 }
 
@@ -295,15 +307,17 @@ pub async fn get(
         (status = 200, description = "A page of sequences, in name order", body = SequencePage),
         (status = 400, description = "invalid_request", body = ErrorBody),
         (status = 401, description = "unauthorized", body = ErrorBody),
+        (status = 403, description = "forbidden: the token has no read scope on the sequence (on any sequence, for the list)", body = ErrorBody),
         (status = 500, description = "internal", body = ErrorBody),
         (status = 503, description = "unavailable", body = ErrorBody),
     )
 )]
 pub async fn list(
-    _: Reader,
+    caller: Caller,
     pool: web::Data<PgPool>,
     query: web::Query<ListQuery>,
 ) -> Result<HttpResponse, ApiError> {
+    caller.require(Verb::Read, Resource::AnySequence)?;
     let limit = query.limit.unwrap_or(DEFAULT_PAGE);
     if !(1..=MAX_PAGE).contains(&limit) {
         return Err(ApiError::InvalidRequest(format!(
@@ -318,7 +332,18 @@ pub async fn list(
         .map_err(|err| {
             ApiError::InvalidRequest(format!("`after` must be a sequence name: {err}"))
         })?;
-    Ok(HttpResponse::Ok().json(registry::list_sequences(&pool, after.as_ref(), limit).await?))
+    let mut page = registry::list_sequences(&pool, after.as_ref(), limit).await?;
+    // A token scoped to some sequences sees those; the page keeps its place in the names.
+    page.sequences.retain(|sequence| {
+        caller.may(
+            Verb::Read,
+            Resource::Sequence {
+                name: &sequence.name,
+                namespace: Some(&sequence.namespace),
+            },
+        )
+    });
+    Ok(HttpResponse::Ok().json(page))
 }
 
 #[utoipa::path(
@@ -328,7 +353,7 @@ pub async fn list(
         (status = 200, description = "Changed; every instance applies it within a round trip of the commit (at most the cache renewal interval if it missed the notification)", body = SequenceView),
         (status = 400, description = "invalid_name, invalid_request, invalid_cache_policy or invalid_alerts", body = ErrorBody),
         (status = 401, description = "unauthorized", body = ErrorBody),
-        (status = 403, description = "forbidden: not an admin token", body = ErrorBody),
+        (status = 403, description = "forbidden: the token has no admin scope on the sequence", body = ErrorBody),
         (status = 404, description = "not_found", body = ErrorBody),
         (status = 410, description = "sequence_retired", body = ErrorBody),
         (status = 413, description = "payload_too_large", body = ErrorBody),
@@ -337,14 +362,16 @@ pub async fn list(
     )
 )]
 pub async fn update(
-    _: Admin,
+    caller: Caller,
     pool: web::Data<PgPool>,
+    catalog: web::Data<Catalog>,
     name: web::Path<String>,
     body: web::Json<UpdateSequenceBody>,
 ) -> Result<HttpResponse, ApiError> {
     let name = SequenceName::parse(&name)?;
+    require_on_sequence(&caller, Verb::Admin, &catalog, &pool, &name).await?;
     let change = SettingsChange::try_from(&*body)?;
-    let sequence = registry::change_settings(&pool, &name, change).await?;
+    let sequence = registry::change_settings(&pool, &name, change, caller.name()).await?;
     tracing::info!(sequence = %name, cache = ?sequence.cache, alerts = ?sequence.alerts, "settings changed");
     Ok(HttpResponse::Ok().json(sequence))
 }
@@ -355,22 +382,28 @@ pub async fn update(
         (status = 200, description = "Retired (retiring again answers the same). Answered once no instance can hand out a cached value of it", body = SequenceView),
         (status = 400, description = "invalid_name", body = ErrorBody),
         (status = 401, description = "unauthorized", body = ErrorBody),
-        (status = 403, description = "forbidden: not an admin token", body = ErrorBody),
+        (status = 403, description = "forbidden: the token has no admin scope on the sequence", body = ErrorBody),
         (status = 404, description = "not_found", body = ErrorBody),
         (status = 500, description = "internal", body = ErrorBody),
         (status = 503, description = "unavailable: the database did not answer, or instances still hold cached values (DELETE again to wait for them)", body = ErrorBody),
     )
 )]
 pub async fn retire(
-    _: Admin,
+    caller: Caller,
     pool: web::Data<PgPool>,
+    catalog: web::Data<Catalog>,
     deadline: web::Data<RegistryDeadline>,
     cache: web::Data<CacheSettings>,
     name: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let name = SequenceName::parse(&name)?;
     let too_slow = || ApiError::Unavailable("the database did not answer in time");
-    let sequence = tokio::time::timeout(deadline.0, registry::retire_sequence(&pool, &name))
+    let allowed = require_on_sequence(&caller, Verb::Admin, &catalog, &pool, &name);
+    tokio::time::timeout(deadline.0, allowed)
+        .await
+        .map_err(|_| too_slow())??;
+    let retired = registry::retire_sequence(&pool, &name, caller.name());
+    let sequence = tokio::time::timeout(deadline.0, retired)
         .await
         .map_err(|_| too_slow())??;
     // Instances release their leases when told; one that did not hear stops when its lease

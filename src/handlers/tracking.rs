@@ -7,7 +7,7 @@ use sqlx::PgPool;
 use utoipa::ToSchema;
 
 use super::error::{ApiError, ErrorBody};
-use crate::auth::Reader;
+use crate::auth::{Caller, Resource, Verb};
 use crate::carriers::{normalise, recognise};
 use crate::registry;
 
@@ -45,13 +45,23 @@ pub struct Issued {
     )
 )]
 pub async fn get(
-    _: Reader,
+    caller: Caller,
     pool: web::Data<PgPool>,
     number: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
+    caller.require(Verb::Read, Resource::AnySequence)?;
     let number = normalise(&number).map_err(|err| ApiError::InvalidRequest(err.to_string()))?;
     let seen = recognise(&number);
-    let issued = registry::issued(&pool, &seen.origins).await?;
+    // Which sequence vended it is told only to a caller who may read that sequence.
+    let issued = registry::issued(&pool, &seen.origins).await?.filter(|i| {
+        caller.may(
+            Verb::Read,
+            Resource::Sequence {
+                name: &i.sequence,
+                namespace: Some(&i.namespace),
+            },
+        )
+    });
     Ok(HttpResponse::Ok().json(TrackingNumber {
         number,
         valid: seen.valid,

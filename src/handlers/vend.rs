@@ -4,8 +4,9 @@ use actix_web::{web, HttpResponse};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
+use super::access::require_on_sequence;
 use super::error::{ApiError, ErrorBody};
-use crate::auth::Reader;
+use crate::auth::{Caller, Verb};
 use crate::cache::InstanceCache;
 use crate::carriers::Format;
 use crate::domain::SequenceName;
@@ -52,6 +53,7 @@ pub enum Vended<'a> {
         (status = 200, description = "Values, durable before they are returned (a cached sequence hands out values drawn durably ahead of need)", body = Vended),
         (status = 400, description = "invalid_name or invalid_request", body = ErrorBody),
         (status = 401, description = "unauthorized", body = ErrorBody),
+        (status = 403, description = "forbidden: the token has no vend scope on the sequence", body = ErrorBody),
         (status = 404, description = "not_found", body = ErrorBody),
         (status = 409, description = "sequence_exhausted", body = ErrorBody),
         (status = 410, description = "sequence_retired", body = ErrorBody),
@@ -60,7 +62,7 @@ pub enum Vended<'a> {
     )
 )]
 pub async fn next(
-    _: Reader,
+    caller: Caller,
     vender: web::Data<Vender>,
     pool: web::Data<sqlx::PgPool>,
     catalog: web::Data<Catalog>,
@@ -82,7 +84,7 @@ pub async fn next(
     // From memory after the first vend: no round trip on the hot path. Looked up before the
     // vend, so a registry that cannot answer costs no values, and a name the registry does
     // not know costs no vend statement.
-    let entry = match catalog.lookup(&pool, &name).await? {
+    let entry = match require_on_sequence(&caller, Verb::Vend, &catalog, &pool, &name).await? {
         Known::Sequence(entry) => entry,
         Known::NoSuchSequence => return Err(ApiError::sequence_not_found(name.as_str())),
     };

@@ -8,7 +8,7 @@ use sqlx::PgPool;
 use utoipa::ToSchema;
 
 use super::error::{ApiError, ErrorBody};
-use crate::auth::Reader;
+use crate::auth::{Caller, Resource, Verb};
 use crate::ids::{self, worker_lease, Lease, Snowflake};
 use crate::settings::IdSettings;
 
@@ -80,11 +80,12 @@ fn view(lease: Lease, snowflake: &Snowflake, settings: &IdSettings) -> WorkerLea
     )
 )]
 pub async fn lease(
-    _: Reader,
+    caller: Caller,
     pool: web::Data<PgPool>,
     snowflake: web::Data<Snowflake>,
     settings: web::Data<IdSettings>,
 ) -> Result<HttpResponse, ApiError> {
+    caller.require(Verb::Vend, Resource::AnySequence)?;
     let now_ms = snowflake.clock().now_ms();
     let lease = worker_lease::take(&pool, now_ms, settings.lease).await?;
     Ok(HttpResponse::Ok().json(view(lease, &snowflake, &settings)))
@@ -103,13 +104,14 @@ pub async fn lease(
     )
 )]
 pub async fn renew(
-    _: Reader,
+    caller: Caller,
     pool: web::Data<PgPool>,
     snowflake: web::Data<Snowflake>,
     settings: web::Data<IdSettings>,
     worker_id: web::Path<String>,
     body: web::Json<RenewBody>,
 ) -> Result<HttpResponse, ApiError> {
+    caller.require(Verb::Vend, Resource::AnySequence)?;
     let worker_id: i64 = worker_id
         .parse()
         .ok()

@@ -40,6 +40,7 @@ pub async fn change_settings(
     pool: &PgPool,
     name: &SequenceName,
     change: SettingsChange,
+    by: &str,
 ) -> Result<SequenceView, RegistryError> {
     let mut tx = pool.begin().await.map_err(RegistryError::from_db)?;
     let sequence = lock_sequence(&mut tx, name).await?;
@@ -60,7 +61,7 @@ pub async fn change_settings(
         .execute(&mut *tx)
         .await
         .map_err(RegistryError::from_db)?;
-        record_event(&mut tx, sequence.id, None, "cache_changed").await?;
+        record_event(&mut tx, sequence.id, None, "cache_changed", by).await?;
         announce(&mut tx, name, ChangeKind::Policy).await?;
     }
     if let Some(alerts) = change.alerts {
@@ -76,7 +77,7 @@ pub async fn change_settings(
         .execute(&mut *tx)
         .await
         .map_err(RegistryError::from_db)?;
-        record_event(&mut tx, sequence.id, None, "alerts_changed").await?;
+        record_event(&mut tx, sequence.id, None, "alerts_changed", by).await?;
     }
     tx.commit().await.map_err(RegistryError::from_db)?;
     get_sequence(pool, name).await

@@ -25,6 +25,8 @@ pub struct Catalog {
 
 #[derive(Debug)]
 pub struct Entry {
+    /// Never changes: scopes on namespaces are checked against it.
+    pub namespace: String,
     /// `None`: a plain sequence.
     pub format: Option<Format>,
     pub cache: CachePolicy,
@@ -61,10 +63,10 @@ impl Catalog {
                     self.deadline
                 ))
             })??;
-        let Some((format, cache)) = read else {
+        let Some(entry) = read else {
             return Ok(Known::NoSuchSequence);
         };
-        let entry = Arc::new(Entry { format, cache });
+        let entry = Arc::new(entry);
         let mut known = self.known.write().unwrap_or_else(|p| p.into_inner());
         if self.generation.load(Ordering::Acquire) == generation {
             known.insert(name.as_str().to_owned(), entry.clone());

@@ -18,6 +18,10 @@ pub enum RegistryError {
     },
     #[error("sequence {:?} is retired", .0.as_str())]
     SequenceRetired(SequenceName),
+    #[error("a token is already named {0:?}")]
+    TokenNameTaken(String),
+    #[error("no token has id {0}")]
+    TokenNotFound(i64),
     /// The database cannot serve now: down, restarting, failing over, overloaded, too slow.
     #[error("the database is unavailable")]
     Unavailable(#[source] anyhow::Error),

@@ -1,5 +1,6 @@
-//! A sequence's history as the API shows it: the rows of `seqvend.events`, oldest first,
-//! paged by event id, and the one place stored kinds are turned into the API's words.
+//! The event log as the API shows it: a sequence's history, or (for admins) everything,
+//! tokens included; the rows of `seqvend.events`, oldest first, paged by event id; and the
+//! one place stored kinds are turned into the API's words.
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -9,21 +10,27 @@ use utoipa::ToSchema;
 use super::RegistryError;
 use crate::domain::SequenceName;
 
-/// One thing that happened to a sequence.
+/// One thing that happened to a sequence (or to a token).
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct EventView {
     /// Increases with every event, across sequences; pass as `after` to page.
     pub id: i64,
     pub at: DateTime<Utc>,
-    /// created, range_added, rollover, exhausted, retired, rewind_detected or
-    /// settings_changed; more kinds may come, so treat an unknown one as informational.
+    /// created, range_added, rollover, exhausted, retired, rewind_detected,
+    /// settings_changed, alert_raised, alert_cleared; in the whole log also token_created and
+    /// token_revoked. More kinds may come, so treat an unknown one as informational.
     pub kind: String,
+    /// The sequence it concerns; null for an event about a token.
+    pub sequence: Option<String>,
     /// The range it concerns (the range added, the one rolled over to, the one that ran out,
     /// the one found rewound); null when it concerns the sequence as a whole.
     pub range: Option<EventRange>,
-    /// The kind of token that caused it: `admin`, or `vend` (a vend statement rolled over,
-    /// ran out, or repaired a rewound PostgreSQL sequence).
+    /// What caused it: `admin` (an admin action), `vend` (a vend statement rolled over, ran
+    /// out, or repaired a rewound PostgreSQL sequence) or `seqvend` (its own sampling).
     pub actor: String,
+    /// The name of the token that made an admin action (`bootstrap-admin-1` for the first
+    /// token of `SEQVEND_ADMIN_TOKENS`); null otherwise.
+    pub token: Option<String>,
     /// What was found and done, where there is more to say (e.g. a rewind's repair).
     pub detail: Option<String>,
 }
@@ -63,7 +70,7 @@ pub async fn list_events(
     // sequence at all: the sequence's row comes back either way (with NULL events).
     let rows = sqlx::query!(
         r#"SELECT e.id AS "id?", e.at AS "at?", e.kind AS "kind?", e.actor AS "actor?",
-                  e.detail, r.min_value AS "min_value?", r.max_value AS "max_value?"
+                  e.token, e.detail, r.min_value AS "min_value?", r.max_value AS "max_value?"
              FROM seqvend.sequences s
              LEFT JOIN LATERAL (SELECT * FROM seqvend.events
                                  WHERE sequence_id = s.id AND id > $2
@@ -81,29 +88,77 @@ pub async fn list_events(
     if rows.is_empty() {
         return Err(RegistryError::NotFound(name.clone()));
     }
-    let mut events: Vec<EventView> = rows
+    let events: Vec<EventView> = rows
         .into_iter()
         .filter_map(|row| {
             Some(EventView {
                 id: row.id?,
                 at: row.at?,
                 kind: api_kind(&row.kind?).to_owned(),
+                sequence: Some(name.as_str().to_owned()),
                 range: row
                     .min_value
                     .zip(row.max_value)
                     .map(|(min, max)| EventRange { min, max }),
                 actor: row.actor?,
+                token: row.token,
                 detail: row.detail,
             })
         })
         .collect();
+    Ok(page(events, limit))
+}
+
+/// Every event with an id above `after`, oldest first, at most `limit` of them: the audit
+/// trail of admin actions and token changes, and each sequence's history.
+pub async fn list_all_events(
+    pool: &PgPool,
+    after: i64,
+    limit: u32,
+) -> Result<EventPage, RegistryError> {
+    let rows = sqlx::query!(
+        r#"SELECT e.id, e.at, e.kind, e.actor, e.token, e.detail, s.name AS "sequence?",
+                  r.min_value AS "min_value?", r.max_value AS "max_value?"
+             FROM seqvend.events e
+             LEFT JOIN seqvend.sequences s ON s.id = e.sequence_id
+             LEFT JOIN seqvend.ranges r ON r.id = e.range_id
+            WHERE e.id > $1
+            ORDER BY e.id
+            LIMIT $2"#,
+        after,
+        i64::from(limit) + 1
+    )
+    .fetch_all(pool)
+    .await
+    .map_err(RegistryError::from_db)?;
+    let events = rows
+        .into_iter()
+        .map(|row| EventView {
+            id: row.id,
+            at: row.at,
+            kind: api_kind(&row.kind).to_owned(),
+            sequence: row.sequence,
+            range: row
+                .min_value
+                .zip(row.max_value)
+                .map(|(min, max)| EventRange { min, max }),
+            actor: row.actor,
+            token: row.token,
+            detail: row.detail,
+        })
+        .collect();
+    Ok(page(events, limit))
+}
+
+/// A page of at most `limit` events, from `limit + 1` read: the extra one says there is more.
+fn page(mut events: Vec<EventView>, limit: u32) -> EventPage {
     let next = if events.len() > limit as usize {
         events.truncate(limit as usize);
         events.last().map(|e| e.id)
     } else {
         None
     };
-    Ok(EventPage { events, next })
+    EventPage { events, next }
 }
 
 #[cfg(test)]

@@ -4,19 +4,20 @@
 
 use sqlx::PgPool;
 
+use super::catalog::Entry;
 use super::views::{read_format, stored_format};
 use super::RegistryError;
-use crate::carriers::{Format, Origin};
+use crate::carriers::Origin;
 use crate::domain::{CachePolicy, SequenceName};
 
-/// An existing sequence's format (`None` for a plain one) and cache policy; `None` when no
-/// sequence has the name.
+/// An existing sequence's namespace, format (`None` for a plain one) and cache policy;
+/// `None` when no sequence has the name.
 pub async fn catalog_entry(
     pool: &PgPool,
     name: &SequenceName,
-) -> Result<Option<(Option<Format>, CachePolicy)>, RegistryError> {
+) -> Result<Option<Entry>, RegistryError> {
     let row = sqlx::query!(
-        "SELECT format::text, cache_size, cache_buffer_seconds, cache_min
+        "SELECT namespace, format::text, cache_size, cache_buffer_seconds, cache_min
            FROM seqvend.sequences WHERE name = $1",
         name.as_str()
     )
@@ -26,7 +27,11 @@ pub async fn catalog_entry(
     row.map(|row| {
         let format = row.format.as_deref().map(read_format).transpose()?;
         let cache = CachePolicy::from_db(row.cache_size, row.cache_buffer_seconds, row.cache_min);
-        Ok((format, cache))
+        Ok(Entry {
+            namespace: row.namespace,
+            format,
+            cache,
+        })
     })
     .transpose()
 }
@@ -35,6 +40,8 @@ pub async fn catalog_entry(
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Issued {
     pub sequence: String,
+    /// The sequence's namespace: whether a caller may be told is judged by it too.
+    pub namespace: String,
     pub value: i64,
 }
 
@@ -52,7 +59,7 @@ pub async fn issued(pool: &PgPool, origins: &[Origin]) -> Result<Option<Issued>,
     let serials: Vec<i64> = origins.iter().map(|o| o.serial).collect();
     let row = sqlx::query_as!(
         Issued,
-        r#"SELECT s.name AS "sequence!", c.serial AS "value!"
+        r#"SELECT s.name AS "sequence!", s.namespace AS "namespace!", c.serial AS "value!"
              FROM unnest($1::text[], $2::int8[]) AS c(format, serial)
              JOIN seqvend.sequences s ON s.format = c.format::jsonb
              JOIN seqvend.ranges r ON r.sequence_id = s.id

@@ -10,6 +10,7 @@ mod error;
 mod events;
 mod formats;
 mod queries;
+mod tokens;
 mod usage;
 mod views;
 
@@ -18,11 +19,15 @@ pub use cache::{
 };
 pub use catalog::{Catalog, Entry, Known};
 pub use error::RegistryError;
-pub use events::{api_kind, list_events, EventPage, EventRange, EventView};
+pub use events::{api_kind, list_all_events, list_events, EventPage, EventRange, EventView};
 pub use formats::{catalog_entry, issued, Issued};
 pub use queries::{
     add_range, create_sequence, get_sequence, list_sequences, live_sequences, retire_sequence,
     NewSequence,
+};
+pub use tokens::{
+    create_token, list_tokens, revoke_token, token_by_id, touch_token, StoredToken, TokenView,
+    TOKENS_CHANNEL,
 };
 pub use usage::{
     claim_sampling_round, record_alerts, record_samples, thin_samples_if_due, AlertEvent,

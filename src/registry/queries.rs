@@ -147,6 +147,7 @@ pub struct NewSequence {
 pub async fn create_sequence(
     pool: &PgPool,
     new: NewSequence,
+    by: &str,
 ) -> Result<SequenceView, RegistryError> {
     let mut tx = pool.begin().await.map_err(RegistryError::from_db)?;
     let cache = new.cache.rule();
@@ -188,7 +189,7 @@ pub async fn create_sequence(
         range,
     )
     .await?;
-    record_event(&mut tx, sequence_id, Some(range_id), "created").await?;
+    record_event(&mut tx, sequence_id, Some(range_id), "created", by).await?;
     // Usage is observed from creation on, so the first rates cover the sequence's whole life.
     super::usage::record_first_sample(&mut tx, sequence_id).await?;
     tx.commit().await.map_err(RegistryError::from_db)?;
@@ -201,6 +202,7 @@ pub async fn add_range(
     pool: &PgPool,
     name: &SequenceName,
     bounds: RangeBounds,
+    by: &str,
 ) -> Result<RangeView, RegistryError> {
     let mut tx = pool.begin().await.map_err(RegistryError::from_db)?;
     let sequence = lock_sequence(&mut tx, name).await?;
@@ -229,7 +231,7 @@ pub async fn add_range(
         .await
         .map_err(RegistryError::from_db)?;
     }
-    record_event(&mut tx, sequence.id, Some(range_id), "range_added").await?;
+    record_event(&mut tx, sequence.id, Some(range_id), "range_added", by).await?;
     tx.commit().await.map_err(RegistryError::from_db)?;
     let state = RangeState {
         min: bounds.min(),
@@ -247,6 +249,7 @@ pub async fn add_range(
 pub async fn retire_sequence(
     pool: &PgPool,
     name: &SequenceName,
+    by: &str,
 ) -> Result<SequenceView, RegistryError> {
     let mut tx = pool.begin().await.map_err(RegistryError::from_db)?;
     let sequence = lock_sequence(&mut tx, name).await?;
@@ -258,7 +261,7 @@ pub async fn retire_sequence(
         .execute(&mut *tx)
         .await
         .map_err(RegistryError::from_db)?;
-        record_event(&mut tx, sequence.id, None, "retired").await?;
+        record_event(&mut tx, sequence.id, None, "retired", by).await?;
         announce(&mut tx, name, ChangeKind::Retired).await?;
     }
     tx.commit().await.map_err(RegistryError::from_db)?;
@@ -351,17 +354,21 @@ async fn insert_range(
     Ok(range_id)
 }
 
+/// Records an admin's change to a sequence, with the name of the token that made it.
 pub(super) async fn record_event(
     tx: &mut Transaction<'_, Postgres>,
     sequence_id: i32,
     range_id: Option<i32>,
     kind: &str,
+    by: &str,
 ) -> Result<(), RegistryError> {
     sqlx::query!(
-        "INSERT INTO seqvend.events (sequence_id, range_id, kind, actor) VALUES ($1, $2, $3, 'admin')",
+        "INSERT INTO seqvend.events (sequence_id, range_id, kind, actor, token)
+         VALUES ($1, $2, $3, 'admin', $4)",
         sequence_id,
         range_id,
-        kind
+        kind,
+        by
     )
     .execute(&mut **tx)
     .await

@@ -27,5 +27,6 @@ mod scratch;
 mod sequences;
 mod serve;
 mod tls;
+mod tokens;
 mod tracking;
 mod vending;

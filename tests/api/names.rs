@@ -93,7 +93,10 @@ async fn hostile_names_are_400_and_change_nothing() {
             "ranges",
             "sequences",
             "snowflake_layout",
-            "worker_ids"
+            "tokens",
+            "usage_rounds",
+            "usage_samples",
+            "worker_ids",
         ]
     );
 }

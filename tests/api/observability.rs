@@ -96,6 +96,8 @@ async fn the_openapi_document_names_every_operation() {
         operations,
         [
             "DELETE /sequences/{name}",
+            "DELETE /tokens/{id}",
+            "GET /events",
             "GET /healthz",
             "GET /ids/snowflake/{id}",
             "GET /metrics",
@@ -103,6 +105,7 @@ async fn the_openapi_document_names_every_operation() {
             "GET /sequences",
             "GET /sequences/{name}",
             "GET /sequences/{name}/events",
+            "GET /tokens",
             "GET /tracking-numbers/{number}",
             "PATCH /sequences/{name}",
             "POST /ids/snowflake",
@@ -111,6 +114,7 @@ async fn the_openapi_document_names_every_operation() {
             "POST /sequences/{name}/leases",
             "POST /sequences/{name}/next",
             "POST /sequences/{name}/ranges",
+            "POST /tokens",
             "POST /workers/lease",
             "POST /workers/{worker_id}/renew",
         ]

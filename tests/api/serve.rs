@@ -106,6 +106,18 @@ impl Served {
         Self::spawn(data_dir, Command::new(BINARY)).await
     }
 
+    /// Logging at `filter` (`RUST_LOG`) instead of info.
+    pub async fn start_logging(data_dir: &std::path::Path, filter: &str) -> Self {
+        let mut command = Command::new(BINARY);
+        command.env("RUST_LOG", filter);
+        Self::spawn(data_dir, command).await
+    }
+
+    /// Everything seqvend logged so far.
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
     /// Started as a shell starts a job: leader of a process group of its own, the group a
     /// terminal's Ctrl-C goes to.
     async fn start_as_job(data_dir: &std::path::Path) -> Self {
@@ -115,6 +127,9 @@ impl Served {
     }
 
     async fn spawn(data_dir: &std::path::Path, mut command: Command) -> Self {
+        if !command.get_envs().any(|(key, _)| key == "RUST_LOG") {
+            command.env("RUST_LOG", "info");
+        }
         let port = free_port();
         let log = data_dir.with_extension("log");
         let log_file = std::fs::File::create(&log).unwrap();
@@ -128,7 +143,6 @@ impl Served {
             // A request held in flight must outlive the test's steps on a busy machine.
             .env("SEQVEND_VEND_DEADLINE_MS", "30000")
             .env("SEQVEND_STATEMENT_TIMEOUT_MS", "30000")
-            .env("RUST_LOG", "info")
             .stdout(log_file.try_clone().unwrap())
             .stderr(log_file)
             .spawn()

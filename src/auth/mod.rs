@@ -1,0 +1,135 @@
+//! Who is calling and what they may do. A caller presents a bearer token: a bootstrap token
+//! from the environment (`bootstrap`), or a token managed at run time and kept in PostgreSQL
+//! (`store`, kept current by `listener`; secrets in `secret`). Either way it stands for a
+//! `Principal`: a name (for logs, metrics and the audit trail; never the secret) and scopes
+//! (`scope`). Handlers extract a `Caller` and ask it for the scope each action needs.
+
+mod bootstrap;
+mod listener;
+mod scope;
+pub mod secret;
+mod store;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use actix_web::dev::Payload;
+use actix_web::http::header;
+use actix_web::{web, FromRequest, HttpMessage, HttpRequest};
+
+pub use bootstrap::{Role, Tokens};
+pub use listener::spawn as spawn_listener;
+pub use scope::{Resource, Scope, ScopeError, Verb};
+pub use store::TokenStore;
+
+use crate::handlers::error::ApiError;
+
+/// A caller, as its token describes it.
+#[derive(Debug)]
+pub struct Principal {
+    name: String,
+    scopes: Vec<Scope>,
+}
+
+impl Principal {
+    fn bootstrap(role: Role, name: String) -> Self {
+        let scope = match role {
+            Role::Admin => Scope::ADMIN_ALL,
+            Role::Vend => Scope::VEND_ALL,
+        };
+        Self {
+            name,
+            scopes: vec![scope],
+        }
+    }
+
+    /// A token from the database; scopes that no longer parse (stored by a newer seqvend)
+    /// grant nothing.
+    pub fn scoped(name: String, scopes: Vec<String>) -> Self {
+        Self {
+            name,
+            scopes: scopes.iter().filter_map(|s| Scope::parse(s).ok()).collect(),
+        }
+    }
+
+    fn anonymous() -> Self {
+        Self::bootstrap(Role::Admin, "anonymous".to_owned())
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn allows(&self, verb: Verb, resource: Resource<'_>) -> bool {
+        self.scopes.iter().any(|scope| scope.allows(verb, resource))
+    }
+}
+
+/// The name of the token a request was made with, for its log line.
+#[derive(Clone)]
+pub struct TokenName(pub String);
+
+/// An authenticated caller.
+#[derive(Clone)]
+pub struct Caller(Arc<Principal>);
+
+impl Caller {
+    pub fn name(&self) -> &str {
+        self.0.name()
+    }
+
+    /// 403 `forbidden`, naming the scope needed, unless the caller may `verb` on `resource`.
+    pub fn require(&self, verb: Verb, resource: Resource<'_>) -> Result<(), ApiError> {
+        if self.0.allows(verb, resource) {
+            Ok(())
+        } else {
+            Err(ApiError::Forbidden {
+                needed: scope::needed(verb, resource),
+            })
+        }
+    }
+
+    pub fn may(&self, verb: Verb, resource: Resource<'_>) -> bool {
+        self.0.allows(verb, resource)
+    }
+}
+
+impl FromRequest for Caller {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let req = req.clone();
+        Box::pin(async move {
+            let principal = authenticate(&req).await?;
+            req.extensions_mut()
+                .insert(TokenName(principal.name().to_owned()));
+            Ok(Caller(principal))
+        })
+    }
+}
+
+async fn authenticate(req: &HttpRequest) -> Result<Arc<Principal>, ApiError> {
+    let tokens = req
+        .app_data::<web::Data<Tokens>>()
+        .expect("Tokens are registered as app data");
+    if tokens.disabled() {
+        return Ok(Arc::new(Principal::anonymous()));
+    }
+    let presented = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim)
+        .ok_or(ApiError::Unauthorized)?;
+    if let Some((role, name)) = tokens.role_of(presented.as_bytes()) {
+        return Ok(Arc::new(Principal::bootstrap(role, name)));
+    }
+    let (id, secret) = secret::parse(presented).ok_or(ApiError::Unauthorized)?;
+    let store = req
+        .app_data::<web::Data<TokenStore>>()
+        .expect("the token store is registered as app data");
+    store.authenticate(id, secret).await
+}

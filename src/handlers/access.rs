@@ -1,0 +1,34 @@
+//! What a caller may touch: the scope checks handlers share.
+
+use sqlx::PgPool;
+
+use super::error::ApiError;
+use crate::auth::{Caller, Resource, Verb};
+use crate::domain::SequenceName;
+use crate::registry::{Catalog, Known};
+
+/// Checks that `caller` may `verb` on the sequence `name` (its namespace read from the
+/// catalog, kept in memory), and returns what the catalog knows of it. A caller without the
+/// scope is answered 403 whether or not the sequence exists, so scopes tell nothing of names
+/// outside them.
+pub async fn require_on_sequence(
+    caller: &Caller,
+    verb: Verb,
+    catalog: &Catalog,
+    pool: &PgPool,
+    name: &SequenceName,
+) -> Result<Known, ApiError> {
+    let known = catalog.lookup(pool, name).await?;
+    let namespace = match &known {
+        Known::Sequence(entry) => Some(entry.namespace.as_str()),
+        Known::NoSuchSequence => None,
+    };
+    caller.require(
+        verb,
+        Resource::Sequence {
+            name: name.as_str(),
+            namespace,
+        },
+    )?;
+    Ok(known)
+}
