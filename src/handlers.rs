@@ -8,6 +8,7 @@ mod error_translation;
 mod events;
 mod extract;
 mod health;
+mod idempotent;
 mod ids;
 mod leases;
 mod openapi;

@@ -10,6 +10,7 @@ pub mod ddl;
 pub mod domain;
 pub mod handlers;
 pub mod healthcheck;
+pub mod idempotency;
 pub mod ids;
 pub mod local_pg;
 pub mod metrics;

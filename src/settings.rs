@@ -126,6 +126,10 @@ pub struct VendSettings {
     /// server's `statement_timeout` plus a connect timeout, so that a server that still
     /// answers cancels its own statements first.
     pub statement_deadline: Duration,
+    /// How long a request sent with an `Idempotency-Key` keeps its answer for repeats.
+    pub key_ttl: Duration,
+    /// Most stored answers per token; beyond it the oldest are purged first.
+    pub keys_per_token: i64,
 }
 
 #[derive(Debug, Clone)]
@@ -221,6 +225,8 @@ impl Default for VendSettings {
             queue_bound: 8192,
             deadline: Duration::from_millis(2000),
             statement_deadline: Duration::from_millis(6000),
+            key_ttl: Duration::from_secs(24 * 3600),
+            keys_per_token: 1_000_000,
         }
     }
 }
@@ -283,6 +289,14 @@ impl Settings {
             queue_bound: parse(get("SEQVEND_QUEUE_BOUND"), vend.queue_bound)?,
             deadline: millis(get("SEQVEND_VEND_DEADLINE_MS"), vend.deadline)?,
             statement_deadline: database.statement_timeout + database.connect_timeout,
+            key_ttl: Duration::from_secs(parse(
+                get("SEQVEND_IDEMPOTENCY_TTL_S"),
+                vend.key_ttl.as_secs(),
+            )?),
+            keys_per_token: parse(
+                get("SEQVEND_IDEMPOTENCY_KEYS_PER_TOKEN"),
+                vend.keys_per_token,
+            )?,
         };
         let watch = WatchSettings {
             interval: Duration::from_secs(parse(

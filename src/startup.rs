@@ -11,6 +11,7 @@ use actix_web::{web, App, HttpServer};
 use crate::auth::{self, TokenStore, Tokens};
 use crate::cache::{self, InstanceCache};
 use crate::handlers;
+use crate::idempotency::{self, InFlight};
 use crate::ids::{self, worker_lease, Clock, Snowflake, UuidV7s};
 use crate::metrics::Metrics;
 use crate::registry::Catalog;
@@ -77,6 +78,7 @@ impl Application {
             settings.vend.statement_deadline,
         ));
         let token_changes = auth::spawn_listener(registry.clone(), token_store.clone());
+        let purge = idempotency::spawn_purge(registry.clone(), settings.vend.keys_per_token);
         let sampler = usage::spawn(registry.clone(), metrics.clone(), settings.watch.clone());
         let (snowflake, renewer) =
             start_snowflake(&registry, &metrics, settings, clock.clone()).await?;
@@ -98,6 +100,7 @@ impl Application {
             id_settings: web::Data::new(settings.ids.clone()),
             tokens: web::Data::new(settings.tokens.clone()),
             token_store: web::Data::from(token_store),
+            in_flight: web::Data::new(InFlight::default()),
             registry_deadline: web::Data::new(handlers::RegistryDeadline(
                 settings.vend.statement_deadline,
             )),
@@ -121,7 +124,14 @@ impl Application {
             registry: registry_for_shutdown,
             snowflake: snowflake_for_shutdown,
             cache,
-            tasks: BackgroundTasks(vec![renewer, keeper, notifications, sampler, token_changes]),
+            tasks: BackgroundTasks(vec![
+                renewer,
+                keeper,
+                notifications,
+                sampler,
+                token_changes,
+                purge,
+            ]),
         })
     }
 
@@ -205,6 +215,7 @@ struct AppState {
     id_settings: web::Data<crate::settings::IdSettings>,
     tokens: web::Data<Tokens>,
     token_store: web::Data<TokenStore>,
+    in_flight: web::Data<InFlight>,
     registry_deadline: web::Data<handlers::RegistryDeadline>,
     /// Whether the main listener serves `/metrics` (no address of its own given).
     metrics_here: bool,
@@ -261,6 +272,7 @@ fn build_app(
         .app_data(state.id_settings.clone())
         .app_data(state.tokens.clone())
         .app_data(state.token_store.clone())
+        .app_data(state.in_flight.clone())
         .app_data(state.registry_deadline.clone())
         .app_data(handlers::json_config())
         .app_data(handlers::query_config())

@@ -218,6 +218,7 @@ impl InstanceCache {
                 count,
                 Holder::Instance(shared.holder_name.clone()),
                 ttl,
+                None,
             )
             .await;
         let (end, lease, label) = match leased {
@@ -234,7 +235,10 @@ impl InstanceCache {
             Ok(Leased::Failed(reason)) => {
                 (RefillEnd::Answered(Outcome::Failed(reason)), None, "failed")
             }
-            Err(_) => (RefillEnd::Unavailable, None, "unavailable"),
+            // An instance's own leases carry no idempotency key.
+            Ok(Leased::Replayed { .. } | Leased::KeyReused) | Err(_) => {
+                (RefillEnd::Unavailable, None, "unavailable")
+            }
         };
         let rejected = reservoir.end_refill(end, lease);
         // Counted once the values are in hand.

@@ -9,11 +9,13 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::access::require_on_sequence;
 use super::error::{ApiError, ErrorBody};
-use crate::auth::{Caller, Verb};
+use super::idempotent::{replayed, replayed_error, KeyedCaller};
+use crate::auth::Verb;
 use crate::domain::{SequenceName, MAX_CACHE_SIZE};
 use crate::registry::{CacheView, Catalog, Known};
 use crate::settings::CacheSettings;
 use crate::vend::{Holder, Leased, Vender};
+use seqvend_blocks::Block;
 
 #[derive(Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
@@ -49,22 +51,34 @@ pub struct LeaseView<'a> {
     cache: CacheView,
 }
 
+impl From<&Block> for BlockView {
+    fn from(block: &Block) -> Self {
+        Self {
+            first: block.first(),
+            last: block.last(),
+            increment: block.increment(),
+        }
+    }
+}
+
 #[utoipa::path(
-    post, path = "/sequences/{name}/leases", tag = "vend", params(("name" = String, Path, description = "Sequence name", pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$"), LeaseQuery),
+    post, path = "/sequences/{name}/leases", tag = "vend", params(("name" = String, Path, description = "Sequence name", pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$"), LeaseQuery,
+        ("Idempotency-Key" = Option<String>, Header, description = "1–255 visible ASCII characters: a repeat with the same key, token and request answers the same lease again, with `Idempotent-Replayed: true`", max_length = 255)),
     responses(
         (status = 200, description = "A lease, durable before it is returned", body = LeaseView),
         (status = 400, description = "invalid_name or invalid_request", body = ErrorBody),
         (status = 401, description = "unauthorized", body = ErrorBody),
         (status = 403, description = "forbidden: the token has no vend scope on the sequence", body = ErrorBody),
         (status = 404, description = "not_found", body = ErrorBody),
-        (status = 409, description = "sequence_exhausted", body = ErrorBody),
+        (status = 409, description = "sequence_exhausted, or idempotency_key_in_flight", body = ErrorBody),
         (status = 410, description = "sequence_retired", body = ErrorBody),
+        (status = 422, description = "idempotency_key_reused", body = ErrorBody),
         (status = 500, description = "sequence_failed or internal", body = ErrorBody),
         (status = 503, description = "unavailable", body = ErrorBody),
     )
 )]
 pub async fn lease(
-    caller: Caller,
+    keyed_caller: KeyedCaller,
     vender: web::Data<Vender>,
     pool: web::Data<PgPool>,
     catalog: web::Data<Catalog>,
@@ -78,30 +92,54 @@ pub async fn lease(
             "`count` must be between 1 and {MAX_CACHE_SIZE}"
         )));
     }
-    let entry = match require_on_sequence(&caller, Verb::Vend, &catalog, &pool, &name).await? {
+    let entry = match require_on_sequence(&keyed_caller.caller, Verb::Vend, &catalog, &pool, &name)
+        .await?
+    {
         Known::Sequence(entry) => entry,
         Known::NoSuchSequence => return Err(ApiError::sequence_not_found(name.as_str())),
     };
+    let keyed = keyed_caller.claim(format!("lease:{name}:count={}", query.count))?;
     let ttl = settings.client_lease;
+    let key = keyed.as_ref().map(|(key, _)| key.clone());
     let leased = vender
-        .lease(name.clone(), query.count as u32, Holder::Client, ttl)
+        .lease(name.clone(), query.count as u32, Holder::Client, ttl, key)
         .await?;
     let lease = match leased {
         Leased::Granted(lease) => lease,
+        Leased::Replayed {
+            status,
+            blocks,
+            expires_at,
+        } => {
+            let Some(expires_at) = expires_at.filter(|_| status == 200 && !blocks.is_empty())
+            else {
+                return Ok(replayed_error(ApiError::SequenceExhausted(
+                    name.to_string(),
+                )));
+            };
+            let count: u64 = blocks.iter().map(Block::len).sum();
+            let left = (expires_at - chrono::Utc::now()).num_seconds().max(0) as u64;
+            let view = LeaseView {
+                sequence: name.as_str(),
+                blocks: blocks.iter().map(BlockView::from).collect(),
+                count,
+                exhausted: count < query.count,
+                expires_at,
+                ttl_seconds: left,
+                cache: entry.cache.into(),
+            };
+            return Ok(replayed(HttpResponse::Ok().json(view)));
+        }
+        Leased::KeyReused => {
+            let (key, _) = keyed.expect("only a keyed lease is told its key was reused");
+            return Err(ApiError::IdempotencyKeyReused(key.key));
+        }
         Leased::Exhausted => return Err(ApiError::SequenceExhausted(name.to_string())),
         Leased::Retired => return Err(ApiError::SequenceRetired(name.to_string())),
         Leased::NotFound => return Err(ApiError::sequence_not_found(name.as_str())),
         Leased::Failed(reason) => return Err(ApiError::SequenceFailed(name.to_string(), reason)),
     };
-    let blocks = lease
-        .blocks
-        .iter()
-        .map(|b| BlockView {
-            first: b.first(),
-            last: b.last(),
-            increment: b.increment(),
-        })
-        .collect();
+    let blocks = lease.blocks.iter().map(BlockView::from).collect();
     Ok(HttpResponse::Ok().json(LeaseView {
         sequence: name.as_str(),
         blocks,

@@ -6,7 +6,8 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::access::require_on_sequence;
 use super::error::{ApiError, ErrorBody};
-use crate::auth::{Caller, Verb};
+use super::idempotent::{replayed, replayed_error, KeyedCaller};
+use crate::auth::Verb;
 use crate::cache::InstanceCache;
 use crate::carriers::Format;
 use crate::domain::SequenceName;
@@ -48,21 +49,23 @@ pub enum Vended<'a> {
 }
 
 #[utoipa::path(
-    post, path = "/sequences/{name}/next", tag = "vend", params(("name" = String, Path, description = "Sequence name", pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$"), NextQuery),
+    post, path = "/sequences/{name}/next", tag = "vend", params(("name" = String, Path, description = "Sequence name", pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$"), NextQuery,
+        ("Idempotency-Key" = Option<String>, Header, description = "1–255 visible ASCII characters: a repeat with the same key, token and request (from any instance, within 24 h) answers the first answer again, with `Idempotent-Replayed: true`", max_length = 255)),
     responses(
         (status = 200, description = "Values, durable before they are returned (a cached sequence hands out values drawn durably ahead of need)", body = Vended),
         (status = 400, description = "invalid_name or invalid_request", body = ErrorBody),
         (status = 401, description = "unauthorized", body = ErrorBody),
         (status = 403, description = "forbidden: the token has no vend scope on the sequence", body = ErrorBody),
         (status = 404, description = "not_found", body = ErrorBody),
-        (status = 409, description = "sequence_exhausted", body = ErrorBody),
+        (status = 409, description = "sequence_exhausted, or idempotency_key_in_flight (a request with the key is still being served here)", body = ErrorBody),
         (status = 410, description = "sequence_retired", body = ErrorBody),
+        (status = 422, description = "idempotency_key_reused: the key was first sent with another request", body = ErrorBody),
         (status = 500, description = "sequence_failed (its PostgreSQL sequence was dropped or altered beyond repair) or internal", body = ErrorBody),
         (status = 503, description = "unavailable: database down or slow, or queue full", body = ErrorBody),
     )
 )]
 pub async fn next(
-    caller: Caller,
+    keyed_caller: KeyedCaller,
     vender: web::Data<Vender>,
     pool: web::Data<sqlx::PgPool>,
     catalog: web::Data<Catalog>,
@@ -81,27 +84,43 @@ pub async fn next(
         }
     };
     let wanted = count.unwrap_or(1);
+    let asked = match count {
+        None => format!("next:{name}:one"),
+        Some(n) => format!("next:{name}:count={n}"),
+    };
+    let keyed = keyed_caller.claim(asked)?;
     // From memory after the first vend: no round trip on the hot path. Looked up before the
     // vend, so a registry that cannot answer costs no values, and a name the registry does
     // not know costs no vend statement.
-    let entry = match require_on_sequence(&caller, Verb::Vend, &catalog, &pool, &name).await? {
+    let entry = match require_on_sequence(&keyed_caller.caller, Verb::Vend, &catalog, &pool, &name)
+        .await?
+    {
         Known::Sequence(entry) => entry,
         Known::NoSuchSequence => return Err(ApiError::sequence_not_found(name.as_str())),
     };
     // A cached sequence is served from this instance's memory; a batch larger than the cache
-    // holds is drawn like a strict one.
-    let cached = !entry.cache.is_strict() && u64::from(wanted) <= entry.cache.rule().size;
+    // holds is drawn like a strict one, and so is a keyed request, whose answer is stored
+    // with its draw.
+    let cached =
+        !entry.cache.is_strict() && u64::from(wanted) <= entry.cache.rule().size && keyed.is_none();
     let outcome = if cached {
         cache.take(&name, entry.cache, wanted).await?
     } else {
-        vender.vend(name.clone(), wanted).await?
+        let key = keyed.as_ref().map(|(key, _)| key.clone());
+        vender.vend_keyed(name.clone(), wanted, key).await?
     };
-    let values = match outcome {
-        Outcome::Values(values) => values,
-        Outcome::Exhausted => return Err(ApiError::SequenceExhausted(name.to_string())),
-        Outcome::Retired => return Err(ApiError::SequenceRetired(name.to_string())),
-        Outcome::NotFound => return Err(ApiError::sequence_not_found(name.as_str())),
-        Outcome::Failed(reason) => return Err(ApiError::SequenceFailed(name.to_string(), reason)),
+    let (values, replay) = match outcome {
+        Outcome::Replayed { status, values } if status == 409 || values.is_empty() => {
+            return Ok(replayed_error(ApiError::SequenceExhausted(
+                name.to_string(),
+            )));
+        }
+        Outcome::Replayed { values, .. } => (values, true),
+        Outcome::KeyReused => {
+            let (key, _) = keyed.expect("only a keyed request is told its key was reused");
+            return Err(ApiError::IdempotencyKeyReused(key.key));
+        }
+        other => (vended(other, &name)?, false),
     };
     let formatted = entry
         .format
@@ -110,7 +129,7 @@ pub async fn next(
         .transpose()?;
     let sequence = name.as_str();
     let exhausted = values.len() < wanted as usize;
-    Ok(HttpResponse::Ok().json(match count {
+    let response = HttpResponse::Ok().json(match count {
         None => Vended::One {
             sequence,
             value: values[0],
@@ -122,7 +141,22 @@ pub async fn next(
             formatted,
             exhausted,
         },
-    }))
+    });
+    Ok(if replay { replayed(response) } else { response })
+}
+
+/// The values of a drawn outcome, or the error it means.
+fn vended(outcome: Outcome, name: &SequenceName) -> Result<Vec<i64>, ApiError> {
+    match outcome {
+        Outcome::Values(values) => Ok(values),
+        Outcome::Exhausted => Err(ApiError::SequenceExhausted(name.to_string())),
+        Outcome::Retired => Err(ApiError::SequenceRetired(name.to_string())),
+        Outcome::NotFound => Err(ApiError::sequence_not_found(name.as_str())),
+        Outcome::Failed(reason) => Err(ApiError::SequenceFailed(name.to_string(), reason)),
+        Outcome::Replayed { .. } | Outcome::KeyReused => Err(ApiError::Internal(anyhow::anyhow!(
+            "an idempotent answer reached the plain vend path"
+        ))),
+    }
 }
 
 /// Every range was checked against the format when it was added, so a value that does not

@@ -9,6 +9,7 @@ mod catalog;
 mod error;
 mod events;
 mod formats;
+mod idempotency;
 mod queries;
 mod tokens;
 mod usage;
@@ -21,6 +22,7 @@ pub use catalog::{Catalog, Entry, Known};
 pub use error::RegistryError;
 pub use events::{api_kind, list_all_events, list_events, EventPage, EventRange, EventView};
 pub use formats::{catalog_entry, issued, Issued};
+pub use idempotency::purge_answers;
 pub use queries::{
     add_range, create_sequence, get_sequence, list_sequences, live_sequences, retire_sequence,
     NewSequence,

@@ -8,10 +8,11 @@ use std::time::Duration;
 use crate::db::VendPool as Pool;
 use tokio::sync::{mpsc, oneshot, Semaphore};
 
-use super::lease::{self, Holder, Leased};
+use super::lease::{self, Holder, LeaseAsk, Leased};
 use super::statement::{self, Ask, Outcome};
 use super::VendError;
 use crate::domain::SequenceName;
+use crate::idempotency::IdempotencyKey;
 use crate::metrics::Metrics;
 use crate::settings::VendSettings;
 
@@ -20,6 +21,7 @@ type Reply = oneshot::Sender<Result<Outcome, VendError>>;
 struct Job {
     name: SequenceName,
     count: u32,
+    key: Option<IdempotencyKey>,
     reply: Reply,
 }
 
@@ -92,15 +94,23 @@ impl Vender {
         count: u32,
         holder: Holder,
         ttl: Duration,
+        key: Option<IdempotencyKey>,
     ) -> Result<Leased, VendError> {
         let inner = &self.inner;
         let Ok(permit) = inner.leases.clone().try_acquire_owned() else {
             return Err(inner.reject());
         };
         let (pool, metrics) = (inner.pool.clone(), inner.metrics.clone());
-        let deadline = inner.settings.statement_deadline;
+        let (deadline, key_ttl) = (inner.settings.statement_deadline, inner.settings.key_ttl);
         let statement = tokio::spawn(async move {
-            let leased = lease::lease(&pool, &metrics, &name, count, &holder, ttl, deadline).await;
+            let ask = LeaseAsk {
+                name: &name,
+                count,
+                holder: &holder,
+                ttl,
+                key: key.as_ref().map(|key| (key, key_ttl)),
+            };
+            let leased = lease::lease(&pool, &metrics, ask, deadline).await;
             drop(permit);
             leased
         });
@@ -115,14 +125,39 @@ impl Vender {
     /// Draws `count` values from `name`; refused if the queue is full or the values do not
     /// arrive within the vend deadline.
     pub async fn vend(&self, name: SequenceName, count: u32) -> Result<Outcome, VendError> {
-        self.submit(name, count)?.wait().await
+        self.vend_keyed(name, count, None).await
+    }
+
+    /// `vend`, answered from the stored answer if `key` has one (else storing this one).
+    pub async fn vend_keyed(
+        &self,
+        name: SequenceName,
+        count: u32,
+        key: Option<IdempotencyKey>,
+    ) -> Result<Outcome, VendError> {
+        self.submit_keyed(name, count, key)?.wait().await
     }
 
     /// Queues a request now (refused at once if the queue is full); its values come through the
     /// returned `Pending`. Requests to one sequence are served in the order they were submitted.
     pub fn submit(&self, name: SequenceName, count: u32) -> Result<Pending, VendError> {
+        self.submit_keyed(name, count, None)
+    }
+
+    /// `submit`, with the idempotency key the request was sent with.
+    pub fn submit_keyed(
+        &self,
+        name: SequenceName,
+        count: u32,
+        key: Option<IdempotencyKey>,
+    ) -> Result<Pending, VendError> {
         let (reply, answer) = oneshot::channel();
-        let job = Job { name, count, reply };
+        let job = Job {
+            name,
+            count,
+            key,
+            reply,
+        };
         let inner = &self.inner;
         match &inner.mode {
             Mode::Coalescing { lanes } => {
@@ -136,9 +171,9 @@ impl Vender {
                     return Err(inner.reject());
                 };
                 let (pool, metrics) = (inner.pool.clone(), inner.metrics.clone());
-                let deadline = inner.settings.statement_deadline;
+                let settings = inner.settings.clone();
                 tokio::spawn(async move {
-                    serve(&pool, &metrics, vec![job], deadline).await;
+                    serve(&pool, &metrics, vec![job], &settings).await;
                     drop(permit);
                 });
             }
@@ -217,20 +252,14 @@ impl Lane {
                 }
                 batch.push(job);
             }
-            serve(
-                &self.pool,
-                &self.metrics,
-                batch,
-                self.settings.statement_deadline,
-            )
-            .await;
+            serve(&self.pool, &self.metrics, batch, &self.settings).await;
         }
     }
 }
 
 /// Runs one statement for `jobs` and answers each. Jobs whose caller already gave up are
 /// left out, so no values are drawn for nobody.
-async fn serve(pool: &Pool, metrics: &Metrics, mut jobs: Vec<Job>, deadline: Duration) {
+async fn serve(pool: &Pool, metrics: &Metrics, mut jobs: Vec<Job>, settings: &VendSettings) {
     jobs.retain(|job| !job.reply.is_closed());
     if jobs.is_empty() {
         return;
@@ -240,9 +269,11 @@ async fn serve(pool: &Pool, metrics: &Metrics, mut jobs: Vec<Job>, deadline: Dur
         .map(|j| Ask {
             name: &j.name,
             count: j.count,
+            key: j.key.as_ref(),
         })
         .collect();
-    match statement::vend(pool, metrics, &asks, deadline).await {
+    let (deadline, key_ttl) = (settings.statement_deadline, settings.key_ttl);
+    match statement::vend(pool, metrics, &asks, deadline, key_ttl).await {
         Ok(outcomes) => {
             for (job, outcome) in jobs.into_iter().zip(outcomes) {
                 let _ = job.reply.send(Ok(outcome));

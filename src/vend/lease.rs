@@ -8,14 +8,24 @@ use anyhow::Context;
 use chrono::{DateTime, Utc};
 use seqvend_blocks::Block;
 
+use tokio_postgres::types::ToSql;
+
 use super::statement::run_durably;
 use crate::db::VendPool as Pool;
 use crate::domain::SequenceName;
+use crate::idempotency::IdempotencyKey;
 use crate::metrics::Metrics;
 
 const LEASE_SQL: &str = "SELECT outcome, vals, detail, lease_id, \
      (extract(epoch FROM expires_at) * 1000)::int8 AS expires_ms, increment \
      FROM seqvend.lease($1, $2, $3, $4, make_interval(secs => $5))";
+
+/// The same, for a lease sent with an idempotency key: its answer (blocks as runs) is stored
+/// with the draw, or replayed if the key has one.
+const LEASE_KEYED_SQL: &str = "SELECT outcome, vals, detail, lease_id, \
+     (extract(epoch FROM expires_at) * 1000)::int8 AS expires_ms, increment, runs_first, runs_last \
+     FROM seqvend.lease_keyed($1, $2, $3, $4, make_interval(secs => $5), $6, $7, $8, \
+                              make_interval(secs => $9))";
 
 /// Who holds a lease: a seqvend instance (named) or a client of the lease endpoint.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,6 +70,15 @@ pub struct Lease {
 #[derive(Debug, Clone)]
 pub enum Leased {
     Granted(Lease),
+    /// The lease's idempotency key already had an answer: the lease it granted then (status
+    /// 200), or the exhaustion (409) it met.
+    Replayed {
+        status: u16,
+        blocks: Vec<Block>,
+        expires_at: Option<DateTime<Utc>>,
+    },
+    /// The idempotency key was first used with another request.
+    KeyReused,
     Exhausted,
     Retired,
     NotFound,
@@ -67,35 +86,80 @@ pub enum Leased {
     Failed(String),
 }
 
+/// What a lease asks for.
+pub struct LeaseAsk<'a> {
+    pub name: &'a SequenceName,
+    pub count: u32,
+    pub holder: &'a Holder,
+    pub ttl: Duration,
+    /// With the time its answer is kept.
+    pub key: Option<(&'a IdempotencyKey, Duration)>,
+}
+
 pub async fn lease(
     pool: &Pool,
     metrics: &Metrics,
-    name: &SequenceName,
-    count: u32,
-    holder: &Holder,
-    ttl: Duration,
+    ask: LeaseAsk<'_>,
     deadline: Duration,
 ) -> anyhow::Result<Leased> {
+    let LeaseAsk {
+        name,
+        count,
+        holder,
+        ttl,
+        key,
+    } = ask;
     let sent_at = Instant::now();
     let (kind, holder_name) = (holder.kind(), holder.name());
-    let rows = run_durably(
-        pool,
-        LEASE_SQL,
-        &[
-            &name.as_str(),
-            &(count as i32),
-            &kind,
-            &holder_name,
-            &ttl.as_secs_f64(),
-        ],
-        deadline,
-    )
-    .await?;
+    let (name_text, count_param, ttl_seconds) = (name.as_str(), count as i32, ttl.as_secs_f64());
+    let rows = match key {
+        None => {
+            let params: [&(dyn ToSql + Sync); 5] =
+                [&name_text, &count_param, &kind, &holder_name, &ttl_seconds];
+            run_durably(pool, LEASE_SQL, &params, deadline).await?
+        }
+        Some((key, key_ttl)) => {
+            let key_ttl = key_ttl.as_secs_f64();
+            let params: [&(dyn ToSql + Sync); 9] = [
+                &name_text,
+                &count_param,
+                &kind,
+                &holder_name,
+                &ttl_seconds,
+                &key.owner,
+                &key.key,
+                &key.request,
+                &key_ttl,
+            ];
+            run_durably(pool, LEASE_KEYED_SQL, &params, deadline).await?
+        }
+    };
     let row = rows
         .first()
         .context("the lease statement returned no row")?;
     let detail: Option<String> = row.get(2);
     Ok(match row.get::<_, &str>(0) {
+        "replayed" => {
+            let increment: i64 = row.get(5);
+            let firsts: Vec<i64> = row.get::<_, Option<Vec<i64>>>(6).unwrap_or_default();
+            let lasts: Vec<i64> = row.get::<_, Option<Vec<i64>>>(7).unwrap_or_default();
+            let blocks = firsts
+                .into_iter()
+                .zip(lasts)
+                .map(|(first, last)| Block::new(first, last, increment))
+                .collect::<Option<Vec<Block>>>()
+                .context("a stored lease's runs do not fit its increment")?;
+            let expires_ms: Option<i64> = row.get(4);
+            Leased::Replayed {
+                status: detail
+                    .as_deref()
+                    .and_then(|d| d.parse().ok())
+                    .unwrap_or(200),
+                blocks,
+                expires_at: expires_ms.and_then(DateTime::from_timestamp_millis),
+            }
+        }
+        "key_reused" => Leased::KeyReused,
         "ok" => {
             let values: Vec<i64> = row.get(1);
             if let Some(repaired) = &detail {

@@ -9,10 +9,17 @@ use tokio_postgres::Row;
 use crate::db::{VendConnection, VendPool as Pool};
 
 use crate::domain::SequenceName;
+use crate::idempotency::IdempotencyKey;
 use crate::metrics::Metrics;
 
 const VEND_SQL: &str =
     "SELECT requests, outcome, vals, detail FROM seqvend.vend($1::text[], $2::int4[])";
+
+/// The same statement for a batch in which some requests carry an idempotency key: their
+/// answers are stored with the draw (see the idempotency migration).
+const VEND_KEYED_SQL: &str = "SELECT requests, outcome, vals, detail \
+     FROM seqvend.vend_keyed($1::text[], $2::int4[], $3::text[], $4::text[], $5::text[], \
+                             make_interval(secs => $6))";
 
 /// What one request got.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,12 +32,21 @@ pub enum Outcome {
     /// The sequence failed on its own (e.g. its PostgreSQL sequence was dropped or altered
     /// beyond repair); the other sequences of the statement were served. Says why.
     Failed(String),
+    /// The request's idempotency key already had an answer: the values (status 200) or the
+    /// exhaustion (409) it got then.
+    Replayed {
+        status: u16,
+        values: Vec<i64>,
+    },
+    /// The request's idempotency key was first used with another request.
+    KeyReused,
 }
 
 /// One request of a statement.
 pub struct Ask<'a> {
     pub name: &'a SequenceName,
     pub count: u32,
+    pub key: Option<&'a IdempotencyKey>,
 }
 
 /// Serves `asks` with one statement; the outcomes come back in the same order, durable (see
@@ -40,11 +56,26 @@ pub async fn vend(
     metrics: &Metrics,
     asks: &[Ask<'_>],
     deadline: Duration,
+    key_ttl: Duration,
 ) -> anyhow::Result<Vec<Outcome>> {
     let names: Vec<&str> = asks.iter().map(|a| a.name.as_str()).collect();
     let counts: Vec<i32> = asks.iter().map(|a| a.count as i32).collect();
     let started = Instant::now();
-    let rows = run_durably(pool, VEND_SQL, &[&names, &counts], deadline).await?;
+    let rows = if asks.iter().any(|a| a.key.is_some()) {
+        let field = |f: fn(&IdempotencyKey) -> &str| -> Vec<Option<&str>> {
+            asks.iter().map(|a| a.key.map(f)).collect()
+        };
+        let (owners, keys, requests) = (
+            field(|k| &k.owner),
+            field(|k| &k.key),
+            field(|k| &k.request),
+        );
+        let ttl = key_ttl.as_secs_f64();
+        let params: [&(dyn ToSql + Sync); 6] = [&names, &counts, &owners, &keys, &requests, &ttl];
+        run_durably(pool, VEND_KEYED_SQL, &params, deadline).await?
+    } else {
+        run_durably(pool, VEND_SQL, &[&names, &counts], deadline).await?
+    };
     metrics
         .vend_statement_seconds
         .observe(started.elapsed().as_secs_f64());
@@ -71,6 +102,21 @@ pub async fn vend(
                 let counts: Vec<u32> = indexes.iter().map(|&i| asks[i].count).collect();
                 hand_out(values, &counts)
             }
+            "replayed" => {
+                let status = detail
+                    .as_deref()
+                    .and_then(|d| d.parse().ok())
+                    .unwrap_or(200);
+                let values: Option<Vec<i64>> = row.get(2);
+                vec![
+                    Outcome::Replayed {
+                        status,
+                        values: values.unwrap_or_default(),
+                    };
+                    indexes.len()
+                ]
+            }
+            "key_reused" => vec![Outcome::KeyReused; indexes.len()],
             "retired" => vec![Outcome::Retired; indexes.len()],
             "not_found" => vec![Outcome::NotFound; indexes.len()],
             "failed" => {

@@ -15,6 +15,7 @@ mod errors;
 mod events;
 mod formats;
 mod helpers;
+mod idempotency;
 mod ids;
 mod leases;
 mod names;

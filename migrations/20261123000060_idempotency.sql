@@ -1,0 +1,197 @@
+-- Idempotency keys: a vend or lease sent with an `Idempotency-Key` stores its answer in the
+-- same transaction as its draw, so a retry (from any instance) gets the same values instead
+-- of burning new ones.
+
+CREATE TABLE seqvend.idempotency_keys (
+    -- The name of the token that sent it: keys are per token (names are never reused).
+    owner       text NOT NULL,
+    key         text NOT NULL CHECK (key ~ '^[!-~]{1,255}$'),
+    -- What was asked (e.g. 'next:fedex-1:count=5'): the same key with another request is
+    -- refused.
+    request     text NOT NULL,
+    -- The answer: 200 with values, or 409 when the sequence had none left.
+    status      smallint NOT NULL CHECK (status IN (200, 409)),
+    -- A vend's values; a lease's blocks as runs (first and last value of each).
+    vals        bigint[],
+    runs_first  bigint[],
+    runs_last   bigint[],
+    lease_expires_at timestamptz,
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    expires_at  timestamptz NOT NULL,
+    PRIMARY KEY (owner, key)
+);
+CREATE INDEX idempotency_keys_expiry ON seqvend.idempotency_keys (expires_at);
+CREATE INDEX idempotency_keys_by_owner ON seqvend.idempotency_keys (owner, created_at);
+
+-- The answer stored under (owner, key), if it has not expired.
+CREATE FUNCTION seqvend.idempotent_answer(p_owner text, p_key text)
+    RETURNS SETOF seqvend.idempotency_keys
+    LANGUAGE sql STABLE
+AS $$
+    SELECT * FROM seqvend.idempotency_keys
+     WHERE owner = p_owner AND key = p_key AND expires_at > now()
+$$;
+
+-- Stores an answer; false when an unexpired answer is already there (a duplicate served by
+-- another instance committed first: its answer stands).
+CREATE FUNCTION seqvend.store_answer(p_owner text, p_key text, p_request text,
+                                     p_status smallint, p_vals bigint[], p_runs_first bigint[],
+                                     p_runs_last bigint[], p_lease_expires_at timestamptz,
+                                     p_ttl interval)
+    RETURNS boolean
+    LANGUAGE plpgsql VOLATILE
+AS $$
+BEGIN
+    INSERT INTO seqvend.idempotency_keys AS k
+           (owner, key, request, status, vals, runs_first, runs_last, lease_expires_at,
+            expires_at)
+    VALUES (p_owner, p_key, p_request, p_status, p_vals, p_runs_first, p_runs_last,
+            p_lease_expires_at, now() + p_ttl)
+    ON CONFLICT (owner, key) DO UPDATE
+       SET request = excluded.request, status = excluded.status, vals = excluded.vals,
+           runs_first = excluded.runs_first, runs_last = excluded.runs_last,
+           lease_expires_at = excluded.lease_expires_at, created_at = now(),
+           expires_at = excluded.expires_at
+     WHERE k.expires_at <= now();
+    RETURN FOUND;
+END
+$$;
+
+-- seqvend.vend() for a batch where some requests carry a key (p_keys NULL where not).
+-- Requests whose key already has an answer are not drawn for: their row says 'replayed' (or
+-- 'key_reused' when the key came with another request). The others are drawn as by vend(),
+-- and each keyed one's share of its sequence's values is stored with the draw. A keyed request
+-- whose answer another instance stored first gets an extra row, after its sequence's row,
+-- replaying that answer (the values drawn for it here become a gap).
+CREATE FUNCTION seqvend.vend_keyed(p_names text[], p_counts integer[], p_owners text[],
+                                   p_keys text[], p_requests text[], p_ttl interval)
+    RETURNS TABLE (requests integer[], outcome text, vals bigint[], detail text)
+    LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    known      seqvend.idempotency_keys;
+    draw_names text[] := '{}';
+    draw_counts integer[] := '{}';
+    draw_map   integer[] := '{}';
+    drawn      record;
+    ord        integer;
+    offs       integer;
+    mine       bigint[];
+    overrides  integer[];
+BEGIN
+    FOR i IN 1 .. cardinality(p_names) LOOP
+        IF p_keys[i] IS NOT NULL THEN
+            SELECT * INTO known FROM seqvend.idempotent_answer(p_owners[i], p_keys[i]);
+            IF FOUND THEN
+                requests := ARRAY[i];
+                detail := known.status::text;
+                IF known.request = p_requests[i] THEN
+                    outcome := 'replayed';
+                    vals := known.vals;
+                ELSE
+                    outcome := 'key_reused';
+                    vals := NULL;
+                END IF;
+                RETURN NEXT;
+                CONTINUE;
+            END IF;
+        END IF;
+        draw_names := draw_names || p_names[i];
+        draw_counts := draw_counts || p_counts[i];
+        draw_map := draw_map || i;
+    END LOOP;
+    IF cardinality(draw_names) = 0 THEN
+        RETURN;
+    END IF;
+
+    FOR drawn IN SELECT * FROM seqvend.vend(draw_names, draw_counts) LOOP
+        requests := ARRAY(SELECT draw_map[r] FROM unnest(drawn.requests) WITH ORDINALITY AS u(r, n)
+                           ORDER BY n);
+        outcome := drawn.outcome;
+        vals := drawn.vals;
+        detail := drawn.detail;
+        overrides := '{}';
+        IF drawn.outcome = 'ok' THEN
+            -- Each request takes what it asked for while values last, in order (as the
+            -- instance hands them out).
+            offs := 0;
+            FOREACH ord IN ARRAY requests LOOP
+                mine := drawn.vals[offs + 1 : offs + p_counts[ord]];
+                offs := offs + p_counts[ord];
+                IF p_keys[ord] IS NOT NULL
+                   AND NOT seqvend.store_answer(p_owners[ord], p_keys[ord], p_requests[ord],
+                                                CASE WHEN cardinality(mine) > 0 THEN 200 ELSE 409 END::smallint,
+                                                coalesce(mine, '{}'), NULL, NULL, NULL, p_ttl) THEN
+                    overrides := overrides || ord;
+                END IF;
+            END LOOP;
+        END IF;
+        RETURN NEXT;
+        FOREACH ord IN ARRAY overrides LOOP
+            SELECT * INTO known FROM seqvend.idempotent_answer(p_owners[ord], p_keys[ord]);
+            requests := ARRAY[ord];
+            detail := known.status::text;
+            outcome := CASE WHEN known.request = p_requests[ord] THEN 'replayed' ELSE 'key_reused' END;
+            vals := known.vals;
+            RETURN NEXT;
+        END LOOP;
+    END LOOP;
+END
+$$;
+
+-- seqvend.lease() with a key: a lease already answered under it is replayed (its blocks as
+-- runs, its expiry); otherwise the lease is drawn and its answer stored with it. The extra
+-- columns: 'replayed' or 'key_reused' in outcome, the stored status in detail, and the runs.
+CREATE FUNCTION seqvend.lease_keyed(p_name text, p_count integer, p_kind text, p_holder text,
+                                    p_ttl interval, p_owner text, p_key text, p_request text,
+                                    p_key_ttl interval)
+    RETURNS TABLE (outcome text, vals bigint[], detail text, lease_id bigint,
+                   expires_at timestamptz, increment bigint, runs_first bigint[],
+                   runs_last bigint[])
+    LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    known seqvend.idempotency_keys;
+    drawn record;
+BEGIN
+    SELECT s.increment INTO increment FROM seqvend.sequences s WHERE s.name = p_name;
+    SELECT * INTO known FROM seqvend.idempotent_answer(p_owner, p_key);
+    IF NOT FOUND THEN
+        SELECT * INTO drawn FROM seqvend.lease(p_name, p_count, p_kind, p_holder, p_ttl);
+        outcome := drawn.outcome;
+        vals := drawn.vals;
+        detail := drawn.detail;
+        lease_id := drawn.lease_id;
+        expires_at := drawn.expires_at;
+        IF drawn.outcome <> 'ok' THEN
+            RETURN NEXT;
+            RETURN;
+        END IF;
+        -- The values as runs: within a run, value - position * increment is constant.
+        SELECT array_agg(r.first ORDER BY r.pos), array_agg(r.last ORDER BY r.pos)
+          INTO runs_first, runs_last
+          FROM (SELECT min(u.n) AS pos,
+                       (array_agg(u.v ORDER BY u.n))[1] AS first,
+                       (array_agg(u.v ORDER BY u.n DESC))[1] AS last
+                  FROM unnest(drawn.vals) WITH ORDINALITY AS u(v, n)
+                 GROUP BY u.v - u.n * increment) AS r;
+        IF seqvend.store_answer(p_owner, p_key, p_request,
+                                CASE WHEN cardinality(drawn.vals) > 0 THEN 200 ELSE 409 END::smallint,
+                                NULL, coalesce(runs_first, '{}'), coalesce(runs_last, '{}'),
+                                drawn.expires_at, p_key_ttl) THEN
+            RETURN NEXT;
+            RETURN;
+        END IF;
+        -- Another instance stored an answer first: it stands (this lease's values are a gap).
+        SELECT * INTO known FROM seqvend.idempotent_answer(p_owner, p_key);
+    END IF;
+    outcome := CASE WHEN known.request = p_request THEN 'replayed' ELSE 'key_reused' END;
+    vals := NULL;
+    detail := known.status::text;
+    lease_id := NULL;
+    expires_at := known.lease_expires_at;
+    runs_first := known.runs_first;
+    runs_last := known.runs_last;
+    RETURN NEXT;
+END
+$$;
