@@ -127,9 +127,10 @@ def create_sequence(name, minimum, maximum, namespace=None):
         sys.exit(f"could not create {name}: {status} {reply}")
 
 
-def wrk(path, script, seconds=WRK_SECONDS):
-    """wrk -t1 -c64 against path with a Lua script; returns (req/s, non-2xx count, p99 ms)."""
-    env = dict(os.environ, SEQVEND_TOKEN=VEND_TOKEN)
+def wrk(path, script, seconds=WRK_SECONDS, token=None):
+    """wrk -t1 -c64 against path with a Lua script (the vend token, or `token`, in
+    SEQVEND_TOKEN); returns (req/s, non-2xx count, p99 ms)."""
+    env = dict(os.environ, SEQVEND_TOKEN=token or VEND_TOKEN)
     command = ["wrk", "-t1", "-c64", f"-d{seconds}s", "--latency", "-s", str(LOADTEST / "wrk" / script), f"{BASE}{path}"]
     out = subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout
     rate = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
@@ -144,13 +145,14 @@ def wrk(path, script, seconds=WRK_SECONDS):
 
 
 def interleaved_rounds(routes):
-    """wrk over each (key, path, script) in turn, WRK_ROUNDS times, so that a slow spell of the
-    shared machine falls on every route alike; returns {key: [(req/s, p99 ms), ...]}."""
-    runs = {key: [] for key, _, _ in routes}
+    """wrk over each (key, path, script[, token]) in turn, WRK_ROUNDS times, so that a slow
+    spell of the shared machine falls on every route alike; returns
+    {key: [(req/s, p99 ms), ...]}."""
+    runs = {route[0]: [] for route in routes}
     for round_ in range(WRK_ROUNDS):
         log(f"round {round_ + 1} of {WRK_ROUNDS}")
-        for key, path, script in routes:
-            rate, failures, p99 = wrk(path, script)
+        for key, path, script, *token in routes:
+            rate, failures, p99 = wrk(path, script, token=token[0] if token else None)
             if failures:
                 sys.exit(f"wrk {path}: {failures} responses were not 2xx")
             runs[key].append((rate, p99))

@@ -62,76 +62,94 @@ $$;
 -- 'key_reused' when the key came with another request). The others are drawn as by vend(),
 -- and each keyed one's share of its sequence's values is stored with the draw. A keyed request
 -- whose answer another instance stored first gets an extra row, after its sequence's row,
--- replaying that answer (the values drawn for it here become a gap).
+-- replaying that answer (the values drawn for it here become a gap). Set-based: one read of
+-- the answers for the whole batch, one insert per sequence.
 CREATE FUNCTION seqvend.vend_keyed(p_names text[], p_counts integer[], p_owners text[],
                                    p_keys text[], p_requests text[], p_ttl interval)
     RETURNS TABLE (requests integer[], outcome text, vals bigint[], detail text)
     LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
-    known      seqvend.idempotency_keys;
-    draw_names text[] := '{}';
-    draw_counts integer[] := '{}';
-    draw_map   integer[] := '{}';
-    drawn      record;
-    ord        integer;
-    offs       integer;
-    mine       bigint[];
-    overrides  integer[];
+    known       record;
+    answered    integer[] := '{}';
+    draw_names  text[];
+    draw_counts integer[];
+    draw_map    integer[];
+    drawn       record;
+    lost        integer[];
 BEGIN
-    FOR i IN 1 .. cardinality(p_names) LOOP
-        IF p_keys[i] IS NOT NULL THEN
-            SELECT * INTO known FROM seqvend.idempotent_answer(p_owners[i], p_keys[i]);
-            IF FOUND THEN
-                requests := ARRAY[i];
-                detail := known.status::text;
-                IF known.request = p_requests[i] THEN
-                    outcome := 'replayed';
-                    vals := known.vals;
-                ELSE
-                    outcome := 'key_reused';
-                    vals := NULL;
-                END IF;
-                RETURN NEXT;
-                CONTINUE;
-            END IF;
+    -- 1. The answers already stored, in one read.
+    FOR known IN
+        SELECT u.i::integer AS i, k.request, k.status, k.vals
+          FROM unnest(p_owners, p_keys) WITH ORDINALITY AS u(owner, key, i)
+          JOIN seqvend.idempotency_keys k
+            ON k.owner = u.owner AND k.key = u.key AND k.expires_at > now()
+    LOOP
+        requests := ARRAY[known.i];
+        detail := known.status::text;
+        IF known.request = p_requests[known.i] THEN
+            outcome := 'replayed';
+            vals := known.vals;
+        ELSE
+            outcome := 'key_reused';
+            vals := NULL;
         END IF;
-        draw_names := draw_names || p_names[i];
-        draw_counts := draw_counts || p_counts[i];
-        draw_map := draw_map || i;
+        answered := answered || known.i;
+        RETURN NEXT;
     END LOOP;
-    IF cardinality(draw_names) = 0 THEN
+    SELECT array_agg(p_names[i] ORDER BY i), array_agg(p_counts[i] ORDER BY i),
+           array_agg(i ORDER BY i)
+      INTO draw_names, draw_counts, draw_map
+      FROM generate_subscripts(p_names, 1) AS i
+     WHERE NOT (i = ANY (answered));
+    IF draw_names IS NULL THEN
         RETURN;
     END IF;
 
+    -- 2. The draw, as for any batch.
     FOR drawn IN SELECT * FROM seqvend.vend(draw_names, draw_counts) LOOP
         requests := ARRAY(SELECT draw_map[r] FROM unnest(drawn.requests) WITH ORDINALITY AS u(r, n)
                            ORDER BY n);
         outcome := drawn.outcome;
         vals := drawn.vals;
         detail := drawn.detail;
-        overrides := '{}';
-        IF drawn.outcome = 'ok' THEN
-            -- Each request takes what it asked for while values last, in order (as the
-            -- instance hands them out).
-            offs := 0;
-            FOREACH ord IN ARRAY requests LOOP
-                mine := drawn.vals[offs + 1 : offs + p_counts[ord]];
-                offs := offs + p_counts[ord];
-                IF p_keys[ord] IS NOT NULL
-                   AND NOT seqvend.store_answer(p_owners[ord], p_keys[ord], p_requests[ord],
-                                                CASE WHEN cardinality(mine) > 0 THEN 200 ELSE 409 END::smallint,
-                                                coalesce(mine, '{}'), NULL, NULL, NULL, p_ttl) THEN
-                    overrides := overrides || ord;
-                END IF;
-            END LOOP;
-        END IF;
         RETURN NEXT;
-        FOREACH ord IN ARRAY overrides LOOP
-            SELECT * INTO known FROM seqvend.idempotent_answer(p_owners[ord], p_keys[ord]);
-            requests := ARRAY[ord];
+        CONTINUE WHEN drawn.outcome <> 'ok';
+
+        -- 3. Each keyed request's share (what it asked for while values last, in order, as the
+        --    instance hands them out), stored in one statement. A key another instance stored
+        --    first keeps its answer: those requests are the lost ones.
+        WITH shares AS (
+            SELECT u.o, (sum(p_counts[u.o]) OVER (ORDER BY u.n) - p_counts[u.o])::integer AS off
+              FROM unnest(requests) WITH ORDINALITY AS u(o, n)
+        ), mine AS (
+            SELECT o, drawn.vals[off + 1 : off + p_counts[o]] AS got
+              FROM shares WHERE p_keys[o] IS NOT NULL
+        ), stored AS (
+            INSERT INTO seqvend.idempotency_keys AS k (owner, key, request, status, vals, expires_at)
+            SELECT p_owners[o], p_keys[o], p_requests[o],
+                   CASE WHEN cardinality(got) > 0 THEN 200 ELSE 409 END, got, now() + p_ttl
+              FROM mine
+            ON CONFLICT (owner, key) DO UPDATE
+               SET request = excluded.request, status = excluded.status, vals = excluded.vals,
+                   runs_first = NULL, runs_last = NULL, lease_expires_at = NULL,
+                   created_at = now(), expires_at = excluded.expires_at
+             WHERE k.expires_at <= now()
+            RETURNING k.owner, k.key
+        )
+        SELECT array_agg(m.o) INTO lost
+          FROM mine m
+         WHERE NOT EXISTS (SELECT 1 FROM stored s
+                            WHERE s.owner = p_owners[m.o] AND s.key = p_keys[m.o]);
+        FOR known IN
+            SELECT l.o, k.request, k.status, k.vals
+              FROM unnest(lost) AS l(o)
+              JOIN seqvend.idempotency_keys k ON k.owner = p_owners[l.o] AND k.key = p_keys[l.o]
+        LOOP
+            requests := ARRAY[known.o];
             detail := known.status::text;
-            outcome := CASE WHEN known.request = p_requests[ord] THEN 'replayed' ELSE 'key_reused' END;
+            outcome := CASE WHEN known.request = p_requests[known.o] THEN 'replayed'
+                            ELSE 'key_reused' END;
             vals := known.vals;
             RETURN NEXT;
         END LOOP;
