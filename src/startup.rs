@@ -8,7 +8,7 @@ use actix_web::dev::Server;
 use actix_web::middleware::from_fn;
 use actix_web::{web, App, HttpServer};
 
-use crate::auth::{self, TokenStore, Tokens};
+use crate::auth::{TokenChanges, TokenStore, Tokens};
 use crate::cache::{self, InstanceCache};
 use crate::handlers;
 use crate::idempotency::{self, InFlight};
@@ -72,12 +72,18 @@ impl Application {
             settings.vend.deadline,
         );
         let keeper = cache::spawn_keeper(cache.clone());
-        let notifications = cache::spawn_listener(registry.clone(), cache.clone(), catalog.clone());
         let token_store = Arc::new(TokenStore::new(
             registry.clone(),
             settings.vend.statement_deadline,
         ));
-        let token_changes = auth::spawn_listener(registry.clone(), token_store.clone());
+        let token_changes = TokenChanges::new(token_store.clone());
+        let pinger = token_changes.spawn_pinger(registry.clone());
+        let notifications = cache::spawn_listener(
+            registry.clone(),
+            cache.clone(),
+            catalog.clone(),
+            token_changes,
+        );
         let purge = idempotency::spawn_purge(registry.clone(), settings.vend.keys_per_token);
         let sampler = usage::spawn(registry.clone(), metrics.clone(), settings.watch.clone());
         let (snowflake, renewer) =
@@ -124,14 +130,7 @@ impl Application {
             registry: registry_for_shutdown,
             snowflake: snowflake_for_shutdown,
             cache,
-            tasks: BackgroundTasks(vec![
-                renewer,
-                keeper,
-                notifications,
-                sampler,
-                token_changes,
-                purge,
-            ]),
+            tasks: BackgroundTasks(vec![renewer, keeper, notifications, sampler, pinger, purge]),
         })
     }
 

@@ -1,6 +1,7 @@
 //! Who is calling and what they may do. A caller presents a bearer token: a bootstrap token
 //! from the environment (`bootstrap`), or a token managed at run time and kept in PostgreSQL
-//! (`store`, kept current by `listener`; secrets in `secret`). Either way it stands for a
+//! (`store`, kept current through the registry's notifications by `listener`; secrets in
+//! `secret`). Either way it stands for a
 //! `Principal`: a name (for logs, metrics and the audit trail; never the secret) and scopes
 //! (`scope`). Handlers extract a `Caller` and ask it for the scope each action needs.
 
@@ -19,7 +20,7 @@ use actix_web::http::header;
 use actix_web::{web, FromRequest, HttpMessage, HttpRequest};
 
 pub use bootstrap::{Role, Tokens};
-pub use listener::spawn as spawn_listener;
+pub use listener::TokenChanges;
 pub use scope::{Resource, Scope, ScopeError, Verb};
 pub use store::TokenStore;
 

@@ -1,7 +1,8 @@
-//! Hears of changes to cached sequences as they commit (LISTEN on the registry's channel), so
-//! a PATCH reaches this instance within a round trip and a retirement's DELETE need not wait
-//! for lease expiries. A lost connection is re-opened, and everything that may have been
-//! missed meanwhile is re-read; the keeper re-reads it periodically too.
+//! Hears the registry's changes as they commit, on one connection per instance (LISTEN on the
+//! cache channel and the tokens channel): a PATCH reaches this instance within a round trip, a
+//! retirement's DELETE need not wait for lease expiries, and a revoked token is forgotten at
+//! once (see `auth::TokenChanges`). A lost connection is re-opened, and everything that may
+//! have been missed meanwhile is re-read; the keeper re-reads the policies periodically too.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,18 +12,21 @@ use sqlx::PgPool;
 
 use super::reservoir::Closed;
 use super::InstanceCache;
+use crate::auth::TokenChanges;
 use crate::domain::SequenceName;
-use crate::registry::{Catalog, Change, ChangeKind, Known, CHANGES_CHANNEL};
+use crate::registry::{Catalog, Change, ChangeKind, Known, CHANGES_CHANNEL, TOKENS_CHANNEL};
 
 pub fn spawn(
     registry: PgPool,
     cache: InstanceCache,
     catalog: Arc<Catalog>,
+    tokens: Arc<TokenChanges>,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         loop {
-            let lost = listen(&registry, &cache, &catalog).await.err();
-            tracing::warn!(error = ?lost, "lost the cache-change notifications; reconnecting");
+            let lost = listen(&registry, &cache, &catalog, &tokens).await.err();
+            tokens.lost();
+            tracing::warn!(error = ?lost, "lost the registry's notifications; reconnecting");
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
     })
@@ -32,12 +36,19 @@ async fn listen(
     registry: &PgPool,
     cache: &InstanceCache,
     catalog: &Catalog,
+    tokens: &TokenChanges,
 ) -> Result<(), sqlx::Error> {
     let mut listener = PgListener::connect_with(registry).await?;
-    listener.listen(CHANGES_CHANNEL).await?;
+    listener
+        .listen_all([CHANGES_CHANNEL, TOKENS_CHANNEL])
+        .await?;
+    tokens.listening();
     catch_up(cache, catalog).await;
     loop {
         match listener.try_recv().await? {
+            Some(notification) if notification.channel() == TOKENS_CHANNEL => {
+                tokens.heard(notification.payload())
+            }
             Some(notification) => match serde_json::from_str::<Change>(notification.payload()) {
                 Ok(change) => apply(registry, cache, catalog, change).await,
                 Err(err) => {

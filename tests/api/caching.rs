@@ -242,20 +242,15 @@ async fn delete_answers_once_every_instance_released_its_cached_values() {
 /// An instance cut off from PostgreSQL: its role may no longer log in and its sessions are
 /// ended, so it can neither hear of changes nor renew its leases.
 async fn cut_off(db: &TestDb, role: &str) {
-    db.psql()
-        .args([
-            "-c",
-            &format!("ALTER ROLE {role} NOLOGIN"),
-            "-c",
-            &format!(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '{role}'"
-            ),
-        ])
-        .status()
-        .unwrap()
-        .success()
-        .then_some(())
-        .expect("cut off");
+    // Two psql runs: several -c in one run are one transaction, and a backend terminated
+    // before NOLOGIN commits could log in again at once.
+    for statement in [
+        format!("ALTER ROLE {role} NOLOGIN"),
+        format!("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '{role}'"),
+    ] {
+        let done = db.psql().args(["-c", &statement]).status().unwrap();
+        assert!(done.success(), "{statement}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -89,6 +89,7 @@ async fn hostile_names_are_400_and_change_nothing() {
         [
             "_sqlx_migrations",
             "events",
+            "idempotency_keys",
             "leases",
             "ranges",
             "sequences",
