@@ -52,9 +52,28 @@ pub struct CreateSequenceBody {
     #[schema(value_type = Option<Object>)]
     format: Option<serde_json::Value>,
     /// Absent (or `size` 0): strict, every value drawn on the request path.
+    #[serde(default, deserialize_with = "object_only")]
     cache: Option<CacheBody>,
     /// Absent: the defaults (10% of the capacity, 14 days).
+    #[serde(default, deserialize_with = "object_only")]
     alerts: Option<AlertsBody>,
+}
+
+/// A nested body part as a JSON object only. Serde would also read a struct from an array of
+/// its fields in order (`[null, null]`), which the API does not document and so refuses.
+fn object_only<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::de::DeserializeOwned,
+{
+    use serde::de::Error;
+    match Option::<serde_json::Value>::deserialize(deserializer)? {
+        None => Ok(None),
+        Some(object @ serde_json::Value::Object(_)) => serde_json::from_value(object)
+            .map(Some)
+            .map_err(D::Error::custom),
+        Some(other) => Err(D::Error::custom(format!("expected an object, got {other}"))),
+    }
 }
 
 /// Alert thresholds: an alert is raised (with an `alert_raised` event and
@@ -117,7 +136,9 @@ impl TryFrom<&CacheBody> for CachePolicy {
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateSequenceBody {
+    #[serde(default, deserialize_with = "object_only")]
     cache: Option<CacheBody>,
+    #[serde(default, deserialize_with = "object_only")]
     alerts: Option<AlertsBody>,
 }
 

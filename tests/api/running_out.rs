@@ -433,6 +433,13 @@ async fn bad_alert_thresholds_are_refused_and_change_nothing() {
         .await
         .assert_error(400, "invalid_alerts");
     patch(json!({})).await.assert_error(400, "invalid_request");
+    // Objects only: serde would read a struct from an array of its fields.
+    patch(json!({"alerts": [null, null]}))
+        .await
+        .assert_error(400, "invalid_request");
+    patch(json!({"cache": [5]}))
+        .await
+        .assert_error(400, "invalid_request");
     let kept = app.get("kept").await.body;
     assert_eq!(kept["alerts"]["remaining_below"], 3);
     assert_eq!(kept["cache"]["size"], 5);
