@@ -42,10 +42,10 @@ async fn requests_taken_first_get_the_earlier_values_across_rollover_and_exhaust
     let db = TestDb::shared().await;
     let app = spawn_app_on(&db, test_settings()).await;
     app.create_ok("up", 1, 100).await;
-    app.add_range("up", 1000, 1149).await;
-    app.create(json!({"name": "down", "min": 1, "max": 120, "increment": -1}))
+    app.add_range_ok("up", 1000, 1149).await;
+    app.create_body_ok(json!({"name": "down", "min": 1, "max": 120, "increment": -1}))
         .await;
-    app.add_range("down", 500, 579).await;
+    app.add_range_ok("down", 500, 579).await;
     let vender = vender(
         &db,
         2,
@@ -113,8 +113,8 @@ async fn many_clients_over_many_sequences_through_the_coalescer_never_see_a_valu
         let name = format!("load-{s:02}");
         let base = s * 100_000;
         app.create_ok(&name, base, base + 149).await;
-        app.add_range(&name, base + 1000, base + 1099).await;
-        app.add_range(&name, base + 5000, base + 5049).await;
+        app.add_range_ok(&name, base + 1000, base + 1099).await;
+        app.add_range_ok(&name, base + 5000, base + 5049).await;
         ranges.insert(
             name,
             vec![
