@@ -255,7 +255,7 @@ async fn next_prints_one_value_per_line_and_formatted_sequences_their_numbers() 
 async fn events_prints_the_history_and_json_prints_what_the_server_answered() {
     let app = spawn_app().await;
     app.create_ok("hist", 1, 2).await;
-    app.add_range("hist", 10, 19).await;
+    app.add_range_ok("hist", 10, 19).await;
     for _ in 0..3 {
         app.next_value("hist").await;
     }

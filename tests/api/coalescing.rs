@@ -42,10 +42,10 @@ async fn requests_taken_first_get_the_earlier_values_across_rollover_and_exhaust
     let db = TestDb::shared().await;
     let app = spawn_app_on(&db, test_settings()).await;
     app.create_ok("up", 1, 100).await;
-    app.add_range("up", 1000, 1149).await;
-    app.create(json!({"name": "down", "min": 1, "max": 120, "increment": -1}))
+    app.add_range_ok("up", 1000, 1149).await;
+    app.create_body_ok(json!({"name": "down", "min": 1, "max": 120, "increment": -1}))
         .await;
-    app.add_range("down", 500, 579).await;
+    app.add_range_ok("down", 500, 579).await;
     let vender = vender(
         &db,
         2,
@@ -113,8 +113,8 @@ async fn many_clients_over_many_sequences_through_the_coalescer_never_see_a_valu
         let name = format!("load-{s:02}");
         let base = s * 100_000;
         app.create_ok(&name, base, base + 149).await;
-        app.add_range(&name, base + 1000, base + 1099).await;
-        app.add_range(&name, base + 5000, base + 5049).await;
+        app.add_range_ok(&name, base + 1000, base + 1099).await;
+        app.add_range_ok(&name, base + 5000, base + 5049).await;
         ranges.insert(
             name,
             vec![
@@ -509,4 +509,100 @@ async fn the_servers_statement_timeout_cancels_a_stuck_vend() {
         1,
         "a cancelled draw drew nothing"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_statement_takes_at_most_batch_max_requests_and_the_rest_wait_for_the_next() {
+    let db = TestDb::shared().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    app.create_ok("gate", 1, 1000).await; // range 1: the one `block_range` holds
+    app.create_ok("many", 100, 1000).await;
+    let metrics = Arc::new(Metrics::new());
+    let settings = VendSettings {
+        batch_max_requests: 2,
+        ..patient_vend_settings()
+    };
+    let vender = vender_with_metrics(&db, 1, settings, metrics.clone());
+    let (blocker, gate) = hold_the_lane(&db, &vender).await;
+    let queued: Vec<_> = (0..3)
+        .map(|_| vender.submit(name("many"), 1).unwrap())
+        .collect();
+    release(&blocker).await;
+    assert_eq!(gate.wait().await.unwrap(), Outcome::Values(vec![1]));
+    let mut values = Vec::new();
+    for pending in queued {
+        values.push(pending.wait().await.unwrap());
+    }
+    assert_eq!(values, [100, 101, 102].map(|v| Outcome::Values(vec![v])));
+    assert_eq!(
+        metrics.vend_batch_requests.get_sample_count(),
+        3,
+        "the gate; two requests; the third"
+    );
+    assert_eq!(metrics.vend_batch_requests.get_sample_sum(), 4.0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn requests_that_exactly_fill_a_statement_share_it() {
+    let db = TestDb::shared().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    app.create_ok("gate", 1, 1000).await; // range 1: the one `block_range` holds
+    app.create_ok("big", 100, 1000).await;
+    let metrics = Arc::new(Metrics::new());
+    let settings = VendSettings {
+        batch_max_values: 5,
+        ..patient_vend_settings()
+    };
+    let vender = vender_with_metrics(&db, 1, settings, metrics.clone());
+    let (blocker, gate) = hold_the_lane(&db, &vender).await;
+    let three = vender.submit(name("big"), 3).unwrap();
+    let two = vender.submit(name("big"), 2).unwrap(); // 3 + 2 = 5: fits
+    release(&blocker).await;
+    assert_eq!(gate.wait().await.unwrap(), Outcome::Values(vec![1]));
+    assert_eq!(
+        three.wait().await.unwrap(),
+        Outcome::Values(vec![100, 101, 102])
+    );
+    assert_eq!(two.wait().await.unwrap(), Outcome::Values(vec![103, 104]));
+    assert_eq!(
+        metrics.vend_batch_requests.get_sample_count(),
+        2,
+        "the gate; then both requests in one statement"
+    );
+}
+
+/// Lanes are per sequence: a sequence whose statement waits holds up only the sequences that
+/// share its lane, never the others.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_waiting_statement_holds_up_only_its_own_lane() {
+    let db = TestDb::shared().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    app.create_ok("gate", 1, 1000).await; // range 1: the one `block_range` holds
+    let others: Vec<String> = (0..8).map(|i| format!("other-{i}")).collect();
+    for (i, other) in (1..).zip(&others) {
+        app.create_ok(other, i * 1000, i * 1000 + 99).await;
+    }
+    let vender = vender(&db, 4, patient_vend_settings());
+    let blocker = block_range(&db).await;
+    let gate = vender.submit(name("gate"), 1).unwrap();
+    wait_until_a_vend_waits_on_the_lock(&db).await;
+    // Eight sequences over four lanes: some share the gate's lane and wait with it, the
+    // others are served meanwhile.
+    let mut vends = JoinSet::new();
+    for other in &others {
+        let (vender, other) = (vender.clone(), name(other));
+        vends.spawn(async move { vender.vend(other, 1).await });
+    }
+    let first = tokio::time::timeout(Duration::from_secs(20), vends.join_next())
+        .await
+        .expect("a sequence on another lane is served while the gate's statement waits");
+    assert!(
+        matches!(first.unwrap().unwrap(), Ok(Outcome::Values(_))),
+        "served"
+    );
+    release(&blocker).await;
+    assert_eq!(gate.wait().await.unwrap(), Outcome::Values(vec![1]));
+    while let Some(vend) = vends.join_next().await {
+        assert!(matches!(vend.unwrap(), Ok(Outcome::Values(_))));
+    }
 }

@@ -61,8 +61,8 @@ async fn two_instances() -> (TestDb, Vec<Arc<TestApp>>) {
 async fn two_instances_reaching_a_range_end_together_roll_over_exactly_once() {
     let (db, apps) = two_instances().await;
     apps[0].create_ok("shared", 1, 40).await;
-    apps[0].add_range("shared", 100, 139).await;
-    apps[1].add_range("shared", 200, 239).await;
+    apps[0].add_range_ok("shared", 100, 139).await;
+    apps[1].add_range_ok("shared", 200, 239).await;
     let values = drain(&apps, 16, "shared", |_| None).await;
     let vended = assert_unique(&values);
     let expected: HashSet<i64> = (1..=40).chain(100..=139).chain(200..=239).collect();
@@ -87,7 +87,7 @@ async fn two_instances_reaching_a_range_end_together_roll_over_exactly_once() {
 async fn two_instances_and_64_clients_vend_every_value_once_and_lose_none() {
     let (_db, apps) = two_instances().await;
     apps[0].create_ok("busy", 1, 3000).await;
-    apps[1].add_range("busy", 10_001, 13_000).await;
+    apps[1].add_range_ok("busy", 10_001, 13_000).await;
     // Half the requests single, half batches of 1 to 37 values.
     let values = drain(&apps, 32, "busy", |i| {
         (i % 2 == 1).then_some((i % 37) as u32 + 1)
@@ -220,7 +220,7 @@ async fn delete_waits_for_a_draw_in_flight() {
 async fn two_instances_meeting_at_a_range_end_roll_over_once() {
     let (db, apps) = two_instances().await;
     apps[0].create_ok("meet", 1, 10).await;
-    apps[0].add_range("meet", 100, 109).await;
+    apps[0].add_range_ok("meet", 100, 109).await;
     assert_eq!(values_of(&apps[0].next_batch("meet", 8).await).len(), 8);
     let blocker = db.connect().await;
     blocker

@@ -296,6 +296,20 @@ impl TestApp {
         .await
     }
 
+    /// Adds [min, max] to `name` and checks it worked.
+    pub async fn add_range_ok(&self, name: &str, min: i64, max: i64) -> Value {
+        let reply = self.add_range(name, min, max).await;
+        assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
+        reply.body
+    }
+
+    /// Creates a sequence from `body` as is (an increment, a cache...) and checks it worked.
+    pub async fn create_body_ok(&self, body: Value) -> Value {
+        let reply = self.create(body).await;
+        assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
+        reply.body
+    }
+
     pub async fn get(&self, name: &str) -> Reply {
         self.request(
             Method::GET,

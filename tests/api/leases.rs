@@ -66,7 +66,7 @@ async fn a_lease_crossing_into_the_next_range_is_two_blocks_and_is_clipped_at_th
         .create(json!({"name": "x", "min": 100, "max": 199, "increment": -3, "start": 190}))
         .await;
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
-    app.add_range("x", 1000, 1010).await;
+    app.add_range_ok("x", 1000, 1010).await;
     let reply = lease(&app, "x", 33).await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
     // 190, 187, …, 100 is 31 values; the next range vends downwards from 1010 and holds

@@ -24,8 +24,8 @@ async fn next_returns_consecutive_values_from_min() {
 async fn single_vends_roll_over_to_the_next_range_in_the_order_ranges_were_added() {
     let app = spawn_app().await;
     app.create_ok("roll", 1, 2).await;
-    app.add_range("roll", 50, 51).await;
-    app.add_range("roll", 10, 11).await;
+    app.add_range_ok("roll", 50, 51).await;
+    app.add_range_ok("roll", 10, 11).await;
     let mut values = Vec::new();
     for _ in 0..6 {
         values.push(app.next_value("roll").await);
@@ -48,7 +48,7 @@ async fn single_vends_roll_over_to_the_next_range_in_the_order_ranges_were_added
 async fn a_batch_continues_into_the_next_range_and_returns_what_is_left_at_the_end() {
     let app = spawn_app().await;
     app.create_ok("b", 1, 5).await;
-    app.add_range("b", 100, 104).await;
+    app.add_range_ok("b", 100, 104).await;
     let reply = app.next_batch("b", 7).await;
     assert_eq!(
         reply.body,
@@ -72,9 +72,9 @@ async fn a_batch_continues_into_the_next_range_and_returns_what_is_left_at_the_e
 #[tokio::test(flavor = "multi_thread")]
 async fn a_descending_sequence_rolls_over_from_the_top_of_each_range() {
     let app = spawn_app().await;
-    app.create(json!({"name": "d", "min": 1, "max": 3, "increment": -1}))
+    app.create_body_ok(json!({"name": "d", "min": 1, "max": 3, "increment": -1}))
         .await;
-    app.add_range("d", 10, 11).await;
+    app.add_range_ok("d", 10, 11).await;
     let reply = app.next_batch("d", 10).await;
     assert_eq!(values_of(&reply), [3, 2, 1, 11, 10]);
     assert_eq!(reply.body["exhausted"], true);
@@ -104,9 +104,9 @@ async fn a_batch_that_hits_the_end_of_the_last_range_wastes_nothing() {
 #[tokio::test(flavor = "multi_thread")]
 async fn increments_larger_than_one_step_through_the_range() {
     let app = spawn_app().await;
-    app.create(json!({"name": "step", "min": 0, "max": 10, "increment": 4}))
+    app.create_body_ok(json!({"name": "step", "min": 0, "max": 10, "increment": 4}))
         .await;
-    app.add_range("step", 100, 104).await;
+    app.add_range_ok("step", 100, 104).await;
     assert_eq!(
         values_of(&app.next_batch("step", 10).await),
         [0, 4, 8, 100, 104]
@@ -117,9 +117,9 @@ async fn increments_larger_than_one_step_through_the_range() {
 #[tokio::test(flavor = "multi_thread")]
 async fn large_batches_step_by_the_increment_in_both_directions() {
     let app = spawn_app().await;
-    app.create(json!({"name": "up3", "min": 1, "max": 1000, "increment": 3}))
+    app.create_body_ok(json!({"name": "up3", "min": 1, "max": 1000, "increment": 3}))
         .await;
-    app.create(json!({"name": "down7", "min": 1, "max": 1000, "increment": -7}))
+    app.create_body_ok(json!({"name": "down7", "min": 1, "max": 1000, "increment": -7}))
         .await;
     let up = values_of(&app.next_batch("up3", 200).await);
     assert_eq!(up, (0..200).map(|i| 1 + 3 * i).collect::<Vec<i64>>());
@@ -136,9 +136,14 @@ async fn rollover_and_exhaustion_are_recorded_as_events() {
     let db = TestDb::shared().await;
     let app = spawn_app_on(&db, test_settings()).await;
     app.create_ok("ev", 1, 2).await;
-    app.add_range("ev", 3, 4).await;
-    app.next_batch("ev", 5).await;
-    app.retire("ev").await;
+    app.add_range_ok("ev", 3, 4).await;
+    let reply = app.next_batch("ev", 5).await;
+    assert_eq!(
+        reply.body,
+        json!({"sequence": "ev", "values": [1, 2, 3, 4], "exhausted": true})
+    );
+    let retired = app.retire("ev").await;
+    assert_eq!(retired.status, StatusCode::OK, "{}", retired.body);
     let rows = db
         .connect()
         .await

@@ -161,7 +161,13 @@ async fn instances_and_client_processes_through_kills_a_crash_and_a_retirement_n
             .send()
             .await
             .unwrap();
-        assert_eq!(reply.status(), StatusCode::GONE);
+        let status = reply.status();
+        let body: serde_json::Value = reply.json().await.unwrap();
+        assert_eq!(
+            (status, &body["error"]),
+            (StatusCode::GONE, &json!("sequence_retired")),
+            "{body}"
+        );
     }
     // Past every client lease granted before the retirement.
     while unix_ms() <= retired_at + client_lease_ms + 1_000 {
