@@ -31,7 +31,9 @@ async fn malformed_requests_are_400_invalid_request() {
         .send()
         .await
         .unwrap();
-    assert_eq!(not_json.status(), StatusCode::BAD_REQUEST);
+    Reply::from(not_json)
+        .await
+        .assert_error(400, "invalid_request");
 
     app.create_ok("ok", 1, 5).await;
     for count in ["0", "10001", "-1", "abc", "1.5"] {
@@ -40,7 +42,10 @@ async fn malformed_requests_are_400_invalid_request() {
             .await
             .assert_error(400, "invalid_request");
     }
-    app.add_range("ok", 1, 2).await;
+    // Overlapping the sequence's own range: refused, nothing added.
+    app.add_range("ok", 1, 2)
+        .await
+        .assert_error(409, "range_overlap");
     let path = "/sequences/ok/ranges";
     app.request(
         Method::POST,
