@@ -11,6 +11,7 @@ use utoipa::{IntoParams, ToSchema};
 use super::access::require_on_sequence;
 use super::error::ApiError;
 use super::error::ErrorBody;
+use super::extract::JsonObject;
 use super::RegistryDeadline;
 use crate::auth::{Caller, Resource, Verb};
 use crate::carriers::{Format, FormatError};
@@ -246,9 +247,9 @@ pub struct ListQuery {
 pub async fn create(
     caller: Caller,
     pool: web::Data<PgPool>,
-    body: web::Json<CreateSequenceBody>,
+    body: JsonObject<CreateSequenceBody>,
 ) -> Result<HttpResponse, ApiError> {
-    let new = NewSequence::try_from(body.into_inner())?;
+    let new = NewSequence::try_from(body.0)?;
     caller.require(
         Verb::Admin,
         Resource::Sequence {
@@ -282,7 +283,7 @@ pub async fn add_range(
     pool: web::Data<PgPool>,
     catalog: web::Data<Catalog>,
     name: web::Path<String>,
-    body: web::Json<AddRangeBody>,
+    body: JsonObject<AddRangeBody>,
 ) -> Result<HttpResponse, ApiError> {
     let name = SequenceName::parse(&name)?;
     let known = require_on_sequence(&caller, Verb::Admin, &catalog, &pool, &name).await?;
@@ -387,7 +388,7 @@ pub async fn update(
     pool: web::Data<PgPool>,
     catalog: web::Data<Catalog>,
     name: web::Path<String>,
-    body: web::Json<UpdateSequenceBody>,
+    body: JsonObject<UpdateSequenceBody>,
 ) -> Result<HttpResponse, ApiError> {
     let name = SequenceName::parse(&name)?;
     require_on_sequence(&caller, Verb::Admin, &catalog, &pool, &name).await?;

@@ -7,6 +7,7 @@ use sqlx::PgPool;
 use utoipa::ToSchema;
 
 use super::error::{ApiError, ErrorBody};
+use super::extract::JsonObject;
 use crate::auth::{secret, Caller, Resource, Scope, Verb};
 use crate::domain::SequenceName;
 use crate::registry::{self, TokenView};
@@ -56,7 +57,7 @@ const MAX_SCOPES: usize = 100;
 pub async fn create(
     caller: Caller,
     pool: web::Data<PgPool>,
-    body: web::Json<CreateTokenBody>,
+    body: JsonObject<CreateTokenBody>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Verb::Admin, Resource::Service)?;
     let name = SequenceName::parse(&body.name)?;

@@ -8,6 +8,7 @@ use sqlx::PgPool;
 use utoipa::ToSchema;
 
 use super::error::{ApiError, ErrorBody};
+use super::extract::JsonObject;
 use crate::auth::{Caller, Resource, Verb};
 use crate::ids::{self, worker_lease, Lease, Snowflake};
 use crate::settings::IdSettings;
@@ -109,7 +110,7 @@ pub async fn renew(
     snowflake: web::Data<Snowflake>,
     settings: web::Data<IdSettings>,
     worker_id: web::Path<String>,
-    body: web::Json<RenewBody>,
+    body: JsonObject<RenewBody>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Verb::Vend, Resource::AnySequence)?;
     let worker_id: i64 = worker_id
