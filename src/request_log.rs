@@ -11,7 +11,7 @@ use actix_web::middleware::Next;
 use actix_web::{web, HttpMessage};
 use tracing::Instrument;
 
-use crate::auth::TokenName;
+use crate::auth::Caller;
 use crate::metrics::Metrics;
 
 pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -56,15 +56,13 @@ pub async fn observe(
     let latency_ms = elapsed.as_secs_f64() * 1000.0;
     let method = request.method().as_str();
     // The token's name (never its secret), once the request was authenticated.
-    let token = request
-        .extensions()
-        .get::<TokenName>()
-        .map(|name| name.0.clone())
-        .unwrap_or_default();
+    let extensions = request.extensions();
+    let token = extensions.get::<Caller>().map_or("", Caller::name);
     if matches!(route.as_str(), "/healthz" | "/readyz" | "/metrics") {
         tracing::debug!(method, route, status = status.as_u16(), latency_ms, request_id = %id_text, "request");
     } else {
         tracing::info!(method, route, status = status.as_u16(), latency_ms, token, request_id = %id_text, "request");
     }
+    drop(extensions);
     Ok(response)
 }

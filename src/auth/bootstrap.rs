@@ -4,8 +4,11 @@
 //! (their place in the list) wherever a token name is shown.
 
 use std::fmt;
+use std::sync::Arc;
 
 use subtle::ConstantTimeEq;
+
+use super::Principal;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {
@@ -18,6 +21,9 @@ pub struct Tokens {
     admin: Vec<Vec<u8>>,
     vend: Vec<Vec<u8>>,
     disabled: bool,
+    /// What each token stands for, built once (the admin tokens', then the vend tokens'), so
+    /// that a request allocates nothing to learn it.
+    principals: Vec<Arc<Principal>>,
 }
 
 impl fmt::Debug for Tokens {
@@ -40,10 +46,17 @@ impl Tokens {
                 .map(|t| t.as_bytes().to_vec())
                 .collect()
         };
+        let (admin, vend): (Vec<Vec<u8>>, Vec<Vec<u8>>) = (split(admin), split(vend));
+        let principals = (0..admin.len())
+            .map(|i| (Role::Admin, i))
+            .chain((0..vend.len()).map(|i| (Role::Vend, i)))
+            .map(|(role, i)| Arc::new(Principal::bootstrap(role, name(role, i))))
+            .collect();
         Self {
-            admin: split(admin),
-            vend: split(vend),
+            admin,
+            vend,
             disabled,
+            principals,
         }
     }
 
@@ -51,8 +64,17 @@ impl Tokens {
     pub fn disabled_auth() -> Self {
         Self {
             disabled: true,
+            principals: vec![Arc::new(Principal::anonymous())],
             ..Self::default()
         }
+    }
+
+    /// The caller with auth disabled.
+    pub fn anonymous(&self) -> Arc<Principal> {
+        self.principals
+            .first()
+            .cloned()
+            .unwrap_or_else(|| Arc::new(Principal::anonymous()))
     }
 
     pub fn is_empty(&self) -> bool {
@@ -63,9 +85,25 @@ impl Tokens {
         self.disabled
     }
 
-    /// The role a presented token grants and its name. Every configured token is compared,
-    /// so the time taken does not tell which one (or whether any) matched.
+    /// The caller a presented bootstrap token stands for.
+    pub fn principal_of(&self, presented: &[u8]) -> Option<Arc<Principal>> {
+        let (role, i) = self.matched(presented)?;
+        let offset = match role {
+            Role::Admin => 0,
+            Role::Vend => self.admin.len(),
+        };
+        self.principals.get(offset + i).cloned()
+    }
+
+    /// The role a presented token grants and its name.
     pub fn role_of(&self, presented: &[u8]) -> Option<(Role, String)> {
+        self.matched(presented)
+            .map(|(role, i)| (role, name(role, i)))
+    }
+
+    /// The role a presented token grants and its place in its list. Every configured token
+    /// is compared, so the time taken does not tell which one (or whether any) matched.
+    fn matched(&self, presented: &[u8]) -> Option<(Role, usize)> {
         let position = |list: &[Vec<u8>]| {
             let mut found = None;
             for (i, token) in list.iter().enumerate() {
@@ -77,10 +115,18 @@ impl Tokens {
         };
         let (admin, vend) = (position(&self.admin), position(&self.vend));
         match (admin, vend) {
-            (Some(i), _) => Some((Role::Admin, format!("bootstrap-admin-{}", i + 1))),
-            (None, Some(i)) => Some((Role::Vend, format!("bootstrap-vend-{}", i + 1))),
+            (Some(i), _) => Some((Role::Admin, i)),
+            (None, Some(i)) => Some((Role::Vend, i)),
             (None, None) => None,
         }
+    }
+}
+
+/// A bootstrap token's name: its list and its place there, from 1.
+fn name(role: Role, i: usize) -> String {
+    match role {
+        Role::Admin => format!("bootstrap-admin-{}", i + 1),
+        Role::Vend => format!("bootstrap-vend-{}", i + 1),
     }
 }
 

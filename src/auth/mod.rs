@@ -67,15 +67,12 @@ impl Principal {
     }
 }
 
-/// The name of the token a request was made with, for its log line.
-#[derive(Clone)]
-pub struct TokenName(pub String);
-
 /// An authenticated caller.
 #[derive(Clone)]
 pub struct Caller(Arc<Principal>);
 
 impl Caller {
+    /// The token's name (never its secret): for logs, metrics and the audit trail.
     pub fn name(&self) -> &str {
         self.0.name()
     }
@@ -103,10 +100,10 @@ impl FromRequest for Caller {
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
         let req = req.clone();
         Box::pin(async move {
-            let principal = authenticate(&req).await?;
-            req.extensions_mut()
-                .insert(TokenName(principal.name().to_owned()));
-            Ok(Caller(principal))
+            let caller = Caller(authenticate(&req).await?);
+            // For the request's log line.
+            req.extensions_mut().insert(caller.clone());
+            Ok(caller)
         })
     }
 }
@@ -116,7 +113,7 @@ async fn authenticate(req: &HttpRequest) -> Result<Arc<Principal>, ApiError> {
         .app_data::<web::Data<Tokens>>()
         .expect("Tokens are registered as app data");
     if tokens.disabled() {
-        return Ok(Arc::new(Principal::anonymous()));
+        return Ok(tokens.anonymous());
     }
     let presented = req
         .headers()
@@ -125,8 +122,8 @@ async fn authenticate(req: &HttpRequest) -> Result<Arc<Principal>, ApiError> {
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::trim)
         .ok_or(ApiError::Unauthorized)?;
-    if let Some((role, name)) = tokens.role_of(presented.as_bytes()) {
-        return Ok(Arc::new(Principal::bootstrap(role, name)));
+    if let Some(principal) = tokens.principal_of(presented.as_bytes()) {
+        return Ok(principal);
     }
     let (id, secret) = secret::parse(presented).ok_or(ApiError::Unauthorized)?;
     let store = req
