@@ -119,12 +119,18 @@ pub async fn revoke_token(pool: &PgPool, id: i64, by: &str) -> Result<TokenView,
     .await
     .map_err(RegistryError::from_db)?;
     let Some(token) = revoked else {
+        // Revoked already, or no such token: answer it as it stands.
         drop(tx);
-        let all = list_tokens(pool).await?;
-        return all
-            .into_iter()
-            .find(|t| t.id == id)
-            .ok_or(RegistryError::TokenNotFound(id));
+        return sqlx::query_as!(
+            TokenView,
+            "SELECT id, name, scopes, created_at, created_by, revoked_at, revoked_by, last_used_at
+               FROM seqvend.tokens WHERE id = $1",
+            id
+        )
+        .fetch_optional(pool)
+        .await
+        .map_err(RegistryError::from_db)?
+        .ok_or(RegistryError::TokenNotFound(id));
     };
     audit(&mut tx, "token_revoked", by, &token.name).await?;
     announce(&mut tx, token.id).await?;
