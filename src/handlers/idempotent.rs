@@ -53,17 +53,20 @@ impl FromRequest for KeyedCaller {
 }
 
 impl KeyedCaller {
-    /// The caller's key for `request` (what was asked, e.g. `next:fedex-1:count=5`), claimed
-    /// for as long as the returned `Claim` lives; None without a key. A key being served
-    /// here already is 409 `idempotency_key_in_flight`.
-    pub fn claim(&self, request: String) -> Result<Option<(IdempotencyKey, Claim)>, ApiError> {
+    /// The caller's key for `request` (what was asked, e.g. `next:fedex-1:count=5`, written
+    /// only when a key was sent), claimed for as long as the returned `Claim` lives; None
+    /// without a key. A key being served here already is 409 `idempotency_key_in_flight`.
+    pub fn claim(
+        &self,
+        request: impl FnOnce() -> String,
+    ) -> Result<Option<(IdempotencyKey, Claim)>, ApiError> {
         let Some(key) = &self.key else {
             return Ok(None);
         };
         let key = IdempotencyKey {
             owner: self.caller.name().to_owned(),
             key: key.clone(),
-            request,
+            request: request(),
         };
         let claim = self
             .in_flight

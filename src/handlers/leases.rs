@@ -98,7 +98,7 @@ pub async fn lease(
         Known::Sequence(entry) => entry,
         Known::NoSuchSequence => return Err(ApiError::sequence_not_found(name.as_str())),
     };
-    let keyed = keyed_caller.claim(format!("lease:{name}:count={}", query.count))?;
+    let keyed = keyed_caller.claim(|| format!("lease:{name}:count={}", query.count))?;
     let ttl = settings.client_lease;
     let key = keyed.as_ref().map(|(key, _)| key.clone());
     let leased = vender

@@ -84,11 +84,6 @@ pub async fn next(
         }
     };
     let wanted = count.unwrap_or(1);
-    let asked = match count {
-        None => format!("next:{name}:one"),
-        Some(n) => format!("next:{name}:count={n}"),
-    };
-    let keyed = keyed_caller.claim(asked)?;
     // From memory after the first vend: no round trip on the hot path. Looked up before the
     // vend, so a registry that cannot answer costs no values, and a name the registry does
     // not know costs no vend statement.
@@ -98,6 +93,10 @@ pub async fn next(
         Known::Sequence(entry) => entry,
         Known::NoSuchSequence => return Err(ApiError::sequence_not_found(name.as_str())),
     };
+    let keyed = keyed_caller.claim(|| match count {
+        None => format!("next:{name}:one"),
+        Some(n) => format!("next:{name}:count={n}"),
+    })?;
     // A cached sequence is served from this instance's memory; a batch larger than the cache
     // holds is drawn like a strict one, and so is a keyed request, whose answer is stored
     // with its draw.
