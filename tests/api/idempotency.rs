@@ -152,6 +152,60 @@ async fn a_vend_its_client_gave_up_on_is_replayed_by_the_other_instance() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_repeat_while_the_first_is_served_here_is_409_at_once() {
+    let db = TestDb::shared().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    app.create_ok("held", 1, 1000).await;
+    let blocker = db.connect().await;
+    blocker
+        .batch_execute("SELECT pg_advisory_lock(1398166087, (SELECT min(id) FROM seqvend.ranges))")
+        .await
+        .unwrap();
+    let (http, address) = (app.http.clone(), app.address.clone());
+    let first = tokio::spawn(async move {
+        let response = http
+            .post(format!("{address}/sequences/held/next?count=2"))
+            .bearer_auth(VEND_TOKEN)
+            .header("Idempotency-Key", "busy")
+            .send()
+            .await
+            .unwrap();
+        Reply::from(response).await
+    });
+    let observer = db.connect().await;
+    eventually(
+        Duration::from_secs(10),
+        "the first waits on the range",
+        || async {
+            let waiting: i64 = observer
+                .query_one(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
+                 AND wait_event = 'advisory' AND query LIKE '%vend_keyed%'",
+                    &[],
+                )
+                .await
+                .unwrap()
+                .get(0);
+            waiting > 0
+        },
+    )
+    .await;
+    keyed_next(&app, "held", 2, "busy")
+        .await
+        .0
+        .assert_error(409, "idempotency_key_in_flight");
+    blocker
+        .batch_execute("SELECT pg_advisory_unlock_all()")
+        .await
+        .unwrap();
+    let first = first.await.unwrap();
+    assert_eq!(values_of(&first), [1, 2]);
+    let (again, replayed) = keyed_next(&app, "held", 2, "busy").await;
+    assert!(replayed);
+    assert_eq!(values_of(&again), [1, 2]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn concurrent_repeats_on_two_instances_get_one_answer() {
     let db = TestDb::shared().await;
     let first = spawn_app_on(&db, test_settings()).await;

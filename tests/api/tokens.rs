@@ -45,9 +45,14 @@ async fn a_token_is_shown_once_listed_without_its_secret_and_refused_once_revoke
     let reply = as_token(&app, &secret, Method::POST, "/sequences/fedex-1/next", None).await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
 
-    let listed = app
-        .request(Method::GET, "/tokens", Some(ADMIN_TOKEN), None)
-        .await;
+    // Its use is recorded (in the background, at most once a minute per instance).
+    let listed = eventually_some(Duration::from_secs(10), "last_used_at is set", || async {
+        let listed = app
+            .request(Method::GET, "/tokens", Some(ADMIN_TOKEN), None)
+            .await;
+        (!listed.body["tokens"][0]["last_used_at"].is_null()).then_some(listed)
+    })
+    .await;
     assert_eq!(listed.status, StatusCode::OK);
     let text = listed.body.to_string();
     assert!(!text.contains(&secret[secret.len() - 64..]), "{text}");
