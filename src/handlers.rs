@@ -2,11 +2,13 @@
 //! edge and map outcomes to responses; the work happens in `registry` and `vend`.
 
 mod access;
+mod counters;
 mod deadline;
 pub mod error;
 mod error_translation;
 mod events;
 mod extract;
+mod families;
 mod health;
 mod idempotent;
 mod ids;
@@ -75,6 +77,27 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .service(
             resource("/sequences/{name}/ranges", "POST")
                 .route(web::post().to(sequences::add_range))
+                .wrap(from_fn(deadline::bound)),
+        )
+        .service(
+            resource("/families/{family}/counters/{key}/next", "POST")
+                .route(web::post().to(counters::next)),
+        )
+        .service(
+            resource("/families/{family}/counters/{key}", "GET")
+                .route(web::get().to(counters::get))
+                .wrap(from_fn(deadline::bound)),
+        )
+        .service(
+            resource("/families", "GET, POST")
+                .route(web::get().to(families::list))
+                .route(web::post().to(families::create))
+                .wrap(from_fn(deadline::bound)),
+        )
+        .service(
+            resource("/families/{family}", "GET, DELETE")
+                .route(web::get().to(families::get))
+                .route(web::delete().to(families::retire))
                 .wrap(from_fn(deadline::bound)),
         )
         .service(resource("/ids/snowflake", "POST").route(web::post().to(ids::snowflake)))

@@ -3,8 +3,8 @@
 //! Labels are bounded: routes are matched templates, and at most `sequence_limit` sequences
 //! get series of their own (the rest share `sequence="_other"`).
 
-use std::collections::HashSet;
-use std::sync::RwLock;
+mod counters;
+mod labels;
 
 use prometheus::{
     Encoder, GaugeVec, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
@@ -18,6 +18,9 @@ pub const OTHER_SEQUENCES: &str = "_other";
 /// Sequences with series of their own unless configured otherwise.
 pub const DEFAULT_SEQUENCE_LIMIT: usize = 100;
 
+pub use counters::{CounterMetrics, FamilyDraw};
+use labels::BoundedLabels;
+
 /// Request latencies we actually see: sub-millisecond coalesced vends up to 503s at ~1 s.
 const LATENCY_BUCKETS: &[f64] = &[
     0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
@@ -27,8 +30,8 @@ pub struct Metrics {
     registry: Registry,
     sequence_limit: usize,
     /// The sequences `values_vended` counts under their own name: the first
-    /// `sequence_limit` this instance vended (a counter must keep its series to be read).
-    vended_labels: RwLock<HashSet<String>>,
+    /// `sequence_limit` this instance vended.
+    vended_labels: BoundedLabels,
     pub http_requests: HistogramVec,
     values_vended: IntCounterVec,
     pub remaining: IntGaugeVec,
@@ -51,6 +54,8 @@ pub struct Metrics {
     pub cache_waits: IntCounter,
     pub cache_refills: IntCounterVec,
     pub cache_discarded: IntCounter,
+    /// Counter families, bounded by the same limit as sequences.
+    pub counters: CounterMetrics,
 }
 
 impl Metrics {
@@ -233,10 +238,11 @@ impl Metrics {
              its cache policy changed, or the instance stopped. Gaps, never duplicates.",
         )
         .expect("valid metric");
+        let counters = CounterMetrics::new(sequence_limit, &registry);
         let metrics = Self {
             registry,
             sequence_limit,
-            vended_labels: RwLock::new(HashSet::new()),
+            vended_labels: BoundedLabels::new(sequence_limit),
             http_requests,
             values_vended,
             remaining,
@@ -259,6 +265,7 @@ impl Metrics {
             cache_waits,
             cache_refills,
             cache_discarded,
+            counters,
         };
         metrics.register_all();
         metrics
@@ -303,27 +310,8 @@ impl Metrics {
 
     /// Counts `values` handed out of `sequence`.
     pub fn count_vended(&self, sequence: &str, values: u64) {
-        let known = self
-            .vended_labels
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .contains(sequence);
-        let label = if known {
-            sequence
-        } else {
-            let mut labels = self
-                .vended_labels
-                .write()
-                .unwrap_or_else(|p| p.into_inner());
-            if labels.len() < self.sequence_limit {
-                labels.insert(sequence.to_owned());
-                sequence
-            } else {
-                OTHER_SEQUENCES
-            }
-        };
         self.values_vended
-            .with_label_values(&[label])
+            .with_label_values(&[self.vended_labels.label(sequence)])
             .inc_by(values);
     }
 

@@ -17,7 +17,7 @@ use crate::metrics::Metrics;
 use crate::registry::Catalog;
 use crate::request_log;
 use crate::settings::Settings;
-use crate::vend::Vender;
+use crate::vend::{Counters, Vender};
 use crate::{db, migrate, usage};
 
 pub struct Application {
@@ -63,6 +63,7 @@ impl Application {
             settings.watch.metrics_sequences,
         ));
         let vender = Vender::start(vend_pool.clone(), metrics.clone(), settings.vend.clone());
+        let counters = Counters::start(vend_pool.clone(), metrics.clone(), settings.vend.clone());
         let catalog = Arc::new(Catalog::new(settings.vend.statement_deadline));
         let cache = InstanceCache::new(
             vender.clone(),
@@ -97,6 +98,7 @@ impl Application {
             registry: web::Data::new(registry),
             vend_pool: web::Data::new(vend_pool),
             vender: web::Data::new(vender),
+            counters: web::Data::new(counters),
             catalog: web::Data::from(catalog),
             cache: web::Data::new(cache.clone()),
             cache_settings: web::Data::new(settings.cache.clone()),
@@ -205,6 +207,7 @@ struct AppState {
     registry: web::Data<sqlx::PgPool>,
     vend_pool: web::Data<crate::db::VendPool>,
     vender: web::Data<Vender>,
+    counters: web::Data<Counters>,
     catalog: web::Data<Catalog>,
     cache: web::Data<InstanceCache>,
     cache_settings: web::Data<crate::settings::CacheSettings>,
@@ -262,6 +265,7 @@ fn build_app(
         .app_data(state.registry.clone())
         .app_data(state.vend_pool.clone())
         .app_data(state.vender.clone())
+        .app_data(state.counters.clone())
         .app_data(state.catalog.clone())
         .app_data(state.cache.clone())
         .app_data(state.cache_settings.clone())

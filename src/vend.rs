@@ -9,12 +9,16 @@
 //!
 //! Statements run in tasks of their own, so a client that gives up never cancels one half-way.
 
+mod counters;
 mod engine;
 mod error;
+mod lanes;
 mod lease;
 mod statement;
 
+pub use counters::{CounterAsk, CounterOutcome, Counters};
 pub use engine::{Pending, Vender};
 pub use error::VendError;
+pub use lanes::{Lanes, Statement};
 pub use lease::{Holder, Lease, Leased};
 pub use statement::Outcome;

@@ -117,6 +117,44 @@ impl SequenceSpec {
             .map(Increment::parse)
             .transpose()?
             .unwrap_or(Increment::ONE);
+        Self::starting(bounds, increment, start)
+    }
+
+    /// `parse`, with PostgreSQL's defaults for a missing bound (as `CREATE SEQUENCE` has
+    /// them): 1 to 2^63−1 going up, −2^63 to −1 going down.
+    pub fn parse_with_defaults(
+        min: Option<&Number>,
+        max: Option<&Number>,
+        start: Option<&Number>,
+        increment: Option<&Number>,
+    ) -> Result<Self, RangeError> {
+        let increment = increment
+            .map(Increment::parse)
+            .transpose()?
+            .unwrap_or(Increment::ONE);
+        let (default_min, default_max) = if increment.is_ascending() {
+            (1, i64::MAX)
+        } else {
+            (i64::MIN, -1)
+        };
+        let bound = |field, value: Option<&Number>, default| {
+            value.map_or(Ok(default), |value| whole_number(field, value))
+        };
+        let (min, max) = (
+            bound("min", min, default_min)?,
+            bound("max", max, default_max)?,
+        );
+        if min >= max {
+            return Err(RangeError::MinNotBelowMax { min, max });
+        }
+        Self::starting(RangeBounds { min, max }, increment, start)
+    }
+
+    fn starting(
+        bounds: RangeBounds,
+        increment: Increment,
+        start: Option<&Number>,
+    ) -> Result<Self, RangeError> {
         let start = match start {
             Some(raw) => whole_number("start", raw)?,
             None => bounds.natural_start(increment),
@@ -196,6 +234,26 @@ mod tests {
         assert_eq!(
             RangeBounds::parse(&fraction, &nine),
             Err(RangeError::NotAnInteger("min"))
+        );
+    }
+
+    #[test]
+    fn missing_bounds_are_postgresql_sequence_defaults() {
+        let up = SequenceSpec::parse_with_defaults(None, None, None, None).unwrap();
+        assert_eq!(
+            (up.bounds.min(), up.bounds.max(), up.start),
+            (1, i64::MAX, 1)
+        );
+        let step = n((-2).into());
+        let down = SequenceSpec::parse_with_defaults(None, None, None, Some(&step)).unwrap();
+        assert_eq!(
+            (down.bounds.min(), down.bounds.max(), down.start),
+            (i64::MIN, -1, -1)
+        );
+        let zero = n(0.into());
+        assert_eq!(
+            SequenceSpec::parse_with_defaults(None, Some(&zero), None, None),
+            Err(RangeError::MinNotBelowMax { min: 1, max: 0 })
         );
     }
 

@@ -3,6 +3,7 @@
 mod alerts;
 mod bounds;
 mod cache_policy;
+mod counter_key;
 mod name;
 mod range_state;
 mod usage;
@@ -10,6 +11,7 @@ mod usage;
 pub use alerts::{AlertKind, AlertThresholds, AlertsError, Crossing};
 pub use bounds::{Increment, RangeBounds, RangeError, SequenceSpec};
 pub use cache_policy::{CachePolicy, CachePolicyError, MAX_CACHE_SIZE};
+pub use counter_key::{CounterKey, KeyError, MAX_KEY_BYTES};
 pub use name::{NameError, SequenceName};
 pub use range_state::{RangeState, RangeStatus, SequenceStatus};
 pub use usage::{Usage, UsageStart};

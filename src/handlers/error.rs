@@ -9,7 +9,7 @@ use actix_web::{HttpResponse, ResponseError};
 use serde::Serialize;
 
 use crate::carriers::FormatError;
-use crate::domain::{AlertsError, CachePolicyError, NameError, RangeError};
+use crate::domain::{AlertsError, CachePolicyError, KeyError, NameError, RangeError};
 
 /// Seconds a client should wait before retrying a 503.
 const RETRY_AFTER_SECONDS: &str = "1";
@@ -28,6 +28,8 @@ pub enum ApiError {
     InvalidCachePolicy(#[from] CachePolicyError),
     #[error("{0}")]
     InvalidAlerts(#[from] AlertsError),
+    #[error("{0}")]
+    InvalidKey(#[from] KeyError),
     #[error("a bearer token is required: send `Authorization: Bearer <token>`")]
     Unauthorized,
     #[error(
@@ -60,6 +62,13 @@ pub enum ApiError {
     SequenceExhausted(String),
     #[error("sequence {0:?} is retired and vends nothing")]
     SequenceRetired(String),
+    #[error(
+        "counter {1:?} of family {0:?} has no values left: its values run from the family's \
+         start to its bound; use another key or another family"
+    )]
+    CounterExhausted(String, String),
+    #[error("counter family {0:?} is retired and draws nothing")]
+    FamilyRetired(String),
     #[error(
         "sequence {0:?} cannot vend: {1}. Its PostgreSQL sequence was changed in a way seqvend \
          cannot repair; see \"What is safe to do by hand\" in the README"
@@ -112,6 +121,7 @@ impl ApiError {
             Self::InvalidFormat(_) => "invalid_format",
             Self::InvalidCachePolicy(_) => "invalid_cache_policy",
             Self::InvalidAlerts(_) => "invalid_alerts",
+            Self::InvalidKey(_) => "invalid_key",
             Self::Unauthorized => "unauthorized",
             Self::Forbidden { .. } => "forbidden",
             Self::NotFound(_) => "not_found",
@@ -123,6 +133,8 @@ impl ApiError {
             Self::RangeOverlap { .. } => "range_overlap",
             Self::SequenceExhausted(_) => "sequence_exhausted",
             Self::SequenceRetired(_) => "sequence_retired",
+            Self::CounterExhausted(..) => "counter_exhausted",
+            Self::FamilyRetired(_) => "family_retired",
             Self::SequenceFailed(..) => "sequence_failed",
             Self::PayloadTooLarge(_) => "payload_too_large",
             Self::Unavailable(_) => "unavailable",
@@ -138,6 +150,12 @@ impl ApiError {
     pub fn sequence_not_found(name: &str) -> Self {
         Self::NotFound(format!("no sequence is named {name:?}"))
     }
+
+    pub fn family_not_found(name: &str) -> Self {
+        Self::NotFound(format!(
+            "no counter family is named {name:?}: create it with POST /families"
+        ))
+    }
 }
 
 impl ResponseError for ApiError {
@@ -148,7 +166,8 @@ impl ResponseError for ApiError {
             | Self::InvalidRange(_)
             | Self::InvalidFormat(_)
             | Self::InvalidCachePolicy(_)
-            | Self::InvalidAlerts(_) => StatusCode::BAD_REQUEST,
+            | Self::InvalidAlerts(_)
+            | Self::InvalidKey(_) => StatusCode::BAD_REQUEST,
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
             Self::Forbidden { .. } => StatusCode::FORBIDDEN,
             Self::NotFound(_) => StatusCode::NOT_FOUND,
@@ -158,8 +177,9 @@ impl ResponseError for ApiError {
             | Self::IdempotencyKeyInFlight(_)
             | Self::RangeOverlap { .. }
             | Self::SequenceExhausted(_)
+            | Self::CounterExhausted(..)
             | Self::LeaseLost(_) => StatusCode::CONFLICT,
-            Self::SequenceRetired(_) => StatusCode::GONE,
+            Self::SequenceRetired(_) | Self::FamilyRetired(_) => StatusCode::GONE,
             Self::IdempotencyKeyReused(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Self::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::Unavailable(_)

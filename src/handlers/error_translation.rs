@@ -21,6 +21,12 @@ impl From<RegistryError> for ApiError {
                 max,
             },
             RegistryError::SequenceRetired(name) => Self::SequenceRetired(name.to_string()),
+            RegistryError::FamilyNotFound(name) => Self::family_not_found(name.as_str()),
+            RegistryError::FamilyRetired(name) => Self::FamilyRetired(name.to_string()),
+            RegistryError::CounterNotFound { family, key } => Self::NotFound(format!(
+                "family {:?} has no counter {key:?}: a counter is made by its first draw",
+                family.as_str()
+            )),
             RegistryError::TokenNameTaken(name) => Self::TokenNameTaken(name),
             RegistryError::TokenNotFound(id) => Self::NotFound(format!("no token has id {id}")),
             // Already logged, with its cause, where it was judged (`RegistryError::from_db`).

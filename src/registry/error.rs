@@ -18,6 +18,12 @@ pub enum RegistryError {
     },
     #[error("sequence {:?} is retired", .0.as_str())]
     SequenceRetired(SequenceName),
+    #[error("no counter family is named {:?}", .0.as_str())]
+    FamilyNotFound(SequenceName),
+    #[error("counter family {:?} is retired", .0.as_str())]
+    FamilyRetired(SequenceName),
+    #[error("family {:?} has no counter {key:?}", .family.as_str())]
+    CounterNotFound { family: SequenceName, key: String },
     #[error("a token is already named {0:?}")]
     TokenNameTaken(String),
     #[error("no token has id {0}")]

@@ -17,11 +17,15 @@ pub struct EventView {
     pub id: i64,
     pub at: DateTime<Utc>,
     /// created, range_added, rollover, exhausted, retired, rewind_detected,
-    /// settings_changed, alert_raised, alert_cleared; in the whole log also token_created and
-    /// token_revoked. More kinds may come, so treat an unknown one as informational.
+    /// settings_changed, alert_raised, alert_cleared; in the whole log also token_created,
+    /// token_revoked, family_created and family_retired. More kinds may come, so treat an
+    /// unknown one as informational.
     pub kind: String,
-    /// The sequence it concerns; null for an event about a token.
+    /// The sequence it concerns; null for an event about a token or a counter family.
     pub sequence: Option<String>,
+    /// The counter family it concerns; absent unless it concerns one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub family: Option<String>,
     /// The range it concerns (the range added, the one rolled over to, the one that ran out,
     /// the one found rewound); null when it concerns the sequence as a whole.
     pub range: Option<EventRange>,
@@ -96,6 +100,7 @@ pub async fn list_events(
                 at: row.at?,
                 kind: api_kind(&row.kind?).to_owned(),
                 sequence: Some(name.as_str().to_owned()),
+                family: None,
                 range: row
                     .min_value
                     .zip(row.max_value)
@@ -118,9 +123,10 @@ pub async fn list_all_events(
 ) -> Result<EventPage, RegistryError> {
     let rows = sqlx::query!(
         r#"SELECT e.id, e.at, e.kind, e.actor, e.token, e.detail, s.name AS "sequence?",
-                  r.min_value AS "min_value?", r.max_value AS "max_value?"
+                  f.name AS "family?", r.min_value AS "min_value?", r.max_value AS "max_value?"
              FROM seqvend.events e
              LEFT JOIN seqvend.sequences s ON s.id = e.sequence_id
+             LEFT JOIN seqvend.families f ON f.id = e.family_id
              LEFT JOIN seqvend.ranges r ON r.id = e.range_id
             WHERE e.id > $1
             ORDER BY e.id
@@ -138,6 +144,7 @@ pub async fn list_all_events(
             at: row.at,
             kind: api_kind(&row.kind).to_owned(),
             sequence: row.sequence,
+            family: row.family,
             range: row
                 .min_value
                 .zip(row.max_value)

@@ -8,6 +8,7 @@ mod cache;
 mod catalog;
 mod error;
 mod events;
+mod families;
 mod formats;
 mod idempotency;
 mod queries;
@@ -21,6 +22,10 @@ pub use cache::{
 pub use catalog::{Catalog, Entry, Known};
 pub use error::RegistryError;
 pub use events::{api_kind, list_all_events, list_events, EventPage, EventRange, EventView};
+pub use families::{
+    create_family, get_counter, get_family, list_families, retire_family, CounterView, FamilyPage,
+    FamilyView,
+};
 pub use formats::{catalog_entry, issued, Issued};
 pub use idempotency::purge_answers;
 pub use queries::{

@@ -100,7 +100,7 @@ pub async fn vend(
                 let values: Vec<i64> = row.get(2);
                 metrics.count_vended(name, values.len() as u64);
                 let counts: Vec<u32> = indexes.iter().map(|&i| asks[i].count).collect();
-                hand_out(values, &counts)
+                hand_out(values, &counts, Outcome::Values, Outcome::Exhausted)
             }
             "replayed" => {
                 let status = detail
@@ -134,9 +134,15 @@ pub async fn vend(
     Ok(outcomes)
 }
 
-/// Splits the values drawn for one sequence among its requests, in the order they were
-/// taken: each gets what it asked for while values last, then what is left, then nothing.
-fn hand_out(values: Vec<i64>, counts: &[u32]) -> Vec<Outcome> {
+/// Splits the values drawn for one sequence (or counter) among its requests, in the order
+/// they were taken: each gets what it asked for while values last (`got`), then what is
+/// left, then nothing (`none`).
+pub(super) fn hand_out<O: Clone>(
+    values: Vec<i64>,
+    counts: &[u32],
+    got: fn(Vec<i64>) -> O,
+    none: O,
+) -> Vec<O> {
     let mut rest = values.as_slice();
     counts
         .iter()
@@ -144,9 +150,9 @@ fn hand_out(values: Vec<i64>, counts: &[u32]) -> Vec<Outcome> {
             let (mine, others) = rest.split_at(rest.len().min(count as usize));
             rest = others;
             if mine.is_empty() {
-                Outcome::Exhausted
+                none.clone()
             } else {
-                Outcome::Values(mine.to_vec())
+                got(mine.to_vec())
             }
         })
         .collect()
@@ -205,20 +211,33 @@ mod tests {
 
     #[test]
     fn values_go_to_requests_in_the_order_they_were_taken() {
-        let handed = hand_out(vec![1, 2, 3, 4, 5, 6], &[1, 3, 2]);
+        let handed = hand_out(
+            vec![1, 2, 3, 4, 5, 6],
+            &[1, 3, 2],
+            Outcome::Values,
+            Outcome::Exhausted,
+        );
         let expected = [vec![1], vec![2, 3, 4], vec![5, 6]].map(Outcome::Values);
         assert_eq!(handed, expected);
     }
 
     #[test]
     fn when_values_run_out_a_request_gets_what_is_left_and_later_ones_nothing() {
-        let handed = hand_out(vec![7, 8, 9], &[2, 5, 1]);
+        let handed = hand_out(
+            vec![7, 8, 9],
+            &[2, 5, 1],
+            Outcome::Values,
+            Outcome::Exhausted,
+        );
         let expected = vec![
             Outcome::Values(vec![7, 8]),
             Outcome::Values(vec![9]),
             Outcome::Exhausted,
         ];
         assert_eq!(handed, expected);
-        assert_eq!(hand_out(vec![], &[1, 1]), vec![Outcome::Exhausted; 2]);
+        assert_eq!(
+            hand_out(vec![], &[1, 1], Outcome::Values, Outcome::Exhausted),
+            vec![Outcome::Exhausted; 2]
+        );
     }
 }

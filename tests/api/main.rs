@@ -9,6 +9,7 @@ mod client;
 mod client_ids;
 mod coalescing;
 mod concurrency;
+mod counters;
 mod deploy;
 mod durability;
 mod errors;

@@ -1,0 +1,173 @@
+//! Counter families: create, read, list, retire. A family's name is a scope target as a
+//! sequence name is (a name, a prefix, `*`); namespace targets never cover a family.
+
+use actix_web::{web, HttpResponse};
+use serde::Deserialize;
+use serde_json::Number;
+use sqlx::PgPool;
+use utoipa::{IntoParams, ToSchema};
+
+use super::error::{ApiError, ErrorBody};
+use super::extract::JsonObject;
+use crate::auth::{Caller, Resource, Verb};
+use crate::domain::{SequenceName, SequenceSpec};
+use crate::registry::{self, FamilyPage, FamilyView};
+
+const DEFAULT_PAGE: u32 = 100;
+const MAX_PAGE: u32 = 1000;
+
+/// What a scope names when it covers a family.
+pub fn family(name: &SequenceName) -> Resource<'_> {
+    Resource::Sequence {
+        name: name.as_str(),
+        namespace: None,
+    }
+}
+
+/// The parameters every counter of the family follows, as `CREATE SEQUENCE` takes them.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateFamilyBody {
+    #[schema(pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")]
+    name: String,
+    /// Defaults to `min` (ascending) or `max` (descending).
+    #[schema(value_type = Option<i64>)]
+    start: Option<Number>,
+    /// Not 0; negative for descending counters. Defaults to 1.
+    #[schema(value_type = Option<i64>)]
+    increment: Option<Number>,
+    /// Defaults to 1 (ascending) or -9223372036854775808 (descending).
+    #[schema(value_type = Option<i64>)]
+    min: Option<Number>,
+    /// Greater than `min`. Defaults to 9223372036854775807 (ascending) or -1 (descending).
+    #[schema(value_type = Option<i64>)]
+    max: Option<Number>,
+}
+
+#[derive(Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct FamilyListQuery {
+    /// Page size, 1–1000 (default 100).
+    #[param(minimum = 1, maximum = 1000)]
+    limit: Option<u32>,
+    /// The `next` of the previous page.
+    #[param(pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")]
+    after: Option<String>,
+}
+
+#[utoipa::path(
+    post, path = "/families", tag = "admin", request_body = CreateFamilyBody,
+    responses(
+        (status = 201, description = "Created", body = FamilyView),
+        (status = 400, description = "invalid_name, invalid_request or invalid_range", body = ErrorBody),
+        (status = 401, description = "unauthorized", body = ErrorBody),
+        (status = 403, description = "forbidden: the token has no admin scope on the name", body = ErrorBody),
+        (status = 409, description = "name_taken (family names are never reused)", body = ErrorBody),
+        (status = 413, description = "payload_too_large", body = ErrorBody),
+        (status = 500, description = "internal", body = ErrorBody),
+        (status = 503, description = "unavailable", body = ErrorBody),
+    )
+)]
+pub async fn create(
+    caller: Caller,
+    pool: web::Data<PgPool>,
+    body: JsonObject<CreateFamilyBody>,
+) -> Result<HttpResponse, ApiError> {
+    let name = SequenceName::parse(&body.name)?;
+    let spec = SequenceSpec::parse_with_defaults(
+        body.min.as_ref(),
+        body.max.as_ref(),
+        body.start.as_ref(),
+        body.increment.as_ref(),
+    )?;
+    caller.require(Verb::Admin, family(&name))?;
+    let created = registry::create_family(&pool, &name, spec, caller.name()).await?;
+    tracing::info!(family = %name, "counter family created");
+    Ok(HttpResponse::Created().json(created))
+}
+
+#[utoipa::path(
+    get, path = "/families/{family}", tag = "read",
+    params(("family" = String, Path, description = "Family name", pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")),
+    responses(
+        (status = 200, description = "The family, retired or not", body = FamilyView),
+        (status = 400, description = "invalid_name", body = ErrorBody),
+        (status = 401, description = "unauthorized", body = ErrorBody),
+        (status = 403, description = "forbidden: the token has no read scope on the family", body = ErrorBody),
+        (status = 404, description = "not_found", body = ErrorBody),
+        (status = 500, description = "internal", body = ErrorBody),
+        (status = 503, description = "unavailable", body = ErrorBody),
+    )
+)]
+pub async fn get(
+    caller: Caller,
+    pool: web::Data<PgPool>,
+    name: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let name = SequenceName::parse(&name)?;
+    caller.require(Verb::Read, family(&name))?;
+    Ok(HttpResponse::Ok().json(registry::get_family(&pool, &name).await?))
+}
+
+#[utoipa::path(
+    get, path = "/families", tag = "read", params(FamilyListQuery),
+    responses(
+        (status = 200, description = "A page of families, in name order, of those the token may read", body = FamilyPage),
+        (status = 400, description = "invalid_request", body = ErrorBody),
+        (status = 401, description = "unauthorized", body = ErrorBody),
+        (status = 403, description = "forbidden: the token has no read scope at all", body = ErrorBody),
+        (status = 500, description = "internal", body = ErrorBody),
+        (status = 503, description = "unavailable", body = ErrorBody),
+    )
+)]
+pub async fn list(
+    caller: Caller,
+    pool: web::Data<PgPool>,
+    query: web::Query<FamilyListQuery>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Verb::Read, Resource::AnySequence)?;
+    let limit = query.limit.unwrap_or(DEFAULT_PAGE);
+    if !(1..=MAX_PAGE).contains(&limit) {
+        return Err(ApiError::InvalidRequest(format!(
+            "`limit` must be between 1 and {MAX_PAGE}"
+        )));
+    }
+    let after = query
+        .after
+        .as_deref()
+        .map(SequenceName::parse)
+        .transpose()
+        .map_err(|err| ApiError::InvalidRequest(format!("`after` must be a family name: {err}")))?;
+    let mut page = registry::list_families(&pool, after.as_ref(), limit).await?;
+    // A token scoped to some families sees those; the page keeps its place in the names.
+    page.families.retain(|listed| {
+        SequenceName::parse(&listed.name).is_ok_and(|name| caller.may(Verb::Read, family(&name)))
+    });
+    Ok(HttpResponse::Ok().json(page))
+}
+
+#[utoipa::path(
+    delete, path = "/families/{family}", tag = "admin",
+    params(("family" = String, Path, description = "Family name", pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")),
+    responses(
+        (status = 200, description = "Retired: no counter of it draws again, on any instance (retiring again answers the same). Its counters are kept", body = FamilyView),
+        (status = 400, description = "invalid_name", body = ErrorBody),
+        (status = 401, description = "unauthorized", body = ErrorBody),
+        (status = 403, description = "forbidden: the token has no admin scope on the family", body = ErrorBody),
+        (status = 404, description = "not_found", body = ErrorBody),
+        (status = 500, description = "internal", body = ErrorBody),
+        (status = 503, description = "unavailable", body = ErrorBody),
+    )
+)]
+pub async fn retire(
+    caller: Caller,
+    pool: web::Data<PgPool>,
+    name: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let name = SequenceName::parse(&name)?;
+    caller.require(Verb::Admin, family(&name))?;
+    let retired = registry::retire_family(&pool, &name, caller.name()).await?;
+    tracing::info!(family = %name, "counter family retired");
+    Ok(HttpResponse::Ok().json(retired))
+}
