@@ -3,6 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+use std::time::Duration;
 
 use reqwest::{Method, StatusCode, Url};
 use serde_json::{json, Value};
@@ -519,4 +520,70 @@ async fn metrics_count_per_family_never_per_key() {
         assert!(scrape.contains(line), "{line} in {scrape}");
     }
     assert!(!scrape.contains("room-"), "a key became a label: {scrape}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn retiring_waits_for_a_draw_in_flight_and_no_draw_commits_after_it() {
+    let db = TestDb::shared().await;
+    let app = Arc::new(spawn_app_on(&db, test_settings()).await);
+    app.create_family_ok(json!({"name": "inflight"})).await;
+    drawn(&app, "inflight", "k", None).await;
+    // Holding the counter's row: the draw has taken the family's lock and waits for the row.
+    let blocker = db.connect().await;
+    blocker
+        .batch_execute("BEGIN; SELECT 1 FROM seqvend.counters FOR UPDATE")
+        .await
+        .unwrap();
+    let draw = tokio::spawn({
+        let app = app.clone();
+        async move { app.draw("inflight", "k", Some(3)).await }
+    });
+    let observer = db.connect().await;
+    let waiting = |event: &'static str, query: &'static str| {
+        let observer = &observer;
+        move || async move {
+            let row = observer
+                .query_one(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
+                     AND wait_event = $1 AND query LIKE $2",
+                    &[&event, &query],
+                )
+                .await
+                .unwrap();
+            row.get::<_, i64>(0) > 0
+        }
+    };
+    eventually(
+        Duration::from_secs(10),
+        "the draw waits for the counter's row",
+        waiting("transactionid", "%draw_counters%"),
+    )
+    .await;
+    let retire = tokio::spawn({
+        let app = app.clone();
+        async move {
+            app.request(
+                Method::DELETE,
+                "/families/inflight",
+                Some(ADMIN_TOKEN),
+                None,
+            )
+            .await
+        }
+    });
+    eventually(
+        Duration::from_secs(10),
+        "DELETE waits for the draw in flight",
+        waiting("advisory", "%pg_advisory_xact_lock%"),
+    )
+    .await;
+    assert!(!retire.is_finished());
+
+    blocker.batch_execute("COMMIT").await.unwrap();
+    assert_eq!(values_of(&draw.await.unwrap()), [2, 3, 4]);
+    let retired = retire.await.unwrap();
+    assert_eq!(retired.body["status"], "retired", "{}", retired.body);
+    app.draw("inflight", "k", None)
+        .await
+        .assert_error(410, "family_retired");
 }
