@@ -8,11 +8,13 @@ use std::collections::BTreeSet;
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use reqwest::StatusCode;
+use reqwest::{Method, StatusCode};
 use serde_json::{json, Value as Json};
 use serde_yaml::Value;
 
-use crate::helpers::{eventually, scratch_dir, spawn_app_on, test_settings, TestDb};
+use crate::helpers::{
+    eventually, scratch_dir, spawn_app_on, test_settings, TestDb, ADMIN_TOKEN, VEND_TOKEN,
+};
 use crate::serve::Served;
 
 const BINARY: &str = env!("CARGO_BIN_EXE_seqvend");
@@ -621,6 +623,19 @@ async fn every_metric_the_alert_rules_and_the_dashboard_use_is_one_seqvend_expor
         },
     )
     .await;
+    // A counter family drawn until a counter runs out.
+    let family = json!({"name": "chat", "min": 1, "max": 2, "start": 2});
+    let reply = app
+        .request(Method::POST, "/families", Some(ADMIN_TOKEN), Some(family))
+        .await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
+    for expected in [StatusCode::OK, StatusCode::CONFLICT] {
+        let path = "/families/chat/counters/room/next";
+        let reply = app
+            .request(Method::POST, path, Some(VEND_TOKEN), None)
+            .await;
+        assert_eq!(reply.status, expected, "{}", reply.body);
+    }
     let scrape = app.scrape().await;
     let exported = exported_names(&scrape);
 
