@@ -14,6 +14,7 @@ mod idempotent;
 mod ids;
 mod leases;
 mod openapi;
+mod paging;
 mod sequences;
 mod tokens;
 mod tracking;

@@ -8,12 +8,11 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::error::{ApiError, ErrorBody};
 use super::families::family;
+use super::vend::batch_count;
 use crate::auth::{Caller, Verb};
 use crate::domain::{CounterKey, SequenceName};
 use crate::registry::{self, CounterView};
 use crate::vend::{CounterAsk, CounterOutcome, Counters};
-
-const MAX_COUNT: u64 = 10_000;
 
 #[derive(Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
@@ -68,15 +67,7 @@ pub async fn next(
     query: web::Query<CounterNextQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let (family_name, key) = parse_path(&path)?;
-    let count = match query.count {
-        None => None,
-        Some(n @ 1..=MAX_COUNT) => Some(n as u32),
-        Some(_) => {
-            return Err(ApiError::InvalidRequest(format!(
-                "`count` must be between 1 and {MAX_COUNT}"
-            )))
-        }
-    };
+    let count = batch_count(query.count)?;
     caller.require(Verb::Vend, family(&family_name))?;
     let wanted = count.unwrap_or(1);
     let ask = CounterAsk {

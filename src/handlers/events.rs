@@ -8,12 +8,10 @@ use utoipa::IntoParams;
 
 use super::access::require_on_sequence;
 use super::error::{ApiError, ErrorBody};
+use super::paging::page_limit;
 use crate::auth::{Caller, Resource, Verb};
 use crate::domain::SequenceName;
 use crate::registry::{self, Catalog, EventPage};
-
-const DEFAULT_PAGE: u32 = 100;
-const MAX_PAGE: u32 = 1000;
 
 #[derive(Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
@@ -79,12 +77,7 @@ pub async fn list_all(
 
 impl EventsQuery {
     fn page(&self) -> Result<(i64, u32), ApiError> {
-        let limit = self.limit.unwrap_or(DEFAULT_PAGE);
-        if !(1..=MAX_PAGE).contains(&limit) {
-            return Err(ApiError::InvalidRequest(format!(
-                "`limit` must be between 1 and {MAX_PAGE}"
-            )));
-        }
+        let limit = page_limit(self.limit)?;
         let after = self.after.unwrap_or(0);
         if after < 0 {
             return Err(ApiError::InvalidRequest(

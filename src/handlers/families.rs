@@ -9,12 +9,10 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::error::{ApiError, ErrorBody};
 use super::extract::JsonObject;
+use super::paging::{after_name, page_limit};
 use crate::auth::{Caller, Resource, Verb};
 use crate::domain::{SequenceName, SequenceSpec};
 use crate::registry::{self, FamilyPage, FamilyView};
-
-const DEFAULT_PAGE: u32 = 100;
-const MAX_PAGE: u32 = 1000;
 
 /// What a scope names when it covers a family.
 pub fn family(name: &SequenceName) -> Resource<'_> {
@@ -127,18 +125,8 @@ pub async fn list(
     query: web::Query<FamilyListQuery>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Verb::Read, Resource::AnySequence)?;
-    let limit = query.limit.unwrap_or(DEFAULT_PAGE);
-    if !(1..=MAX_PAGE).contains(&limit) {
-        return Err(ApiError::InvalidRequest(format!(
-            "`limit` must be between 1 and {MAX_PAGE}"
-        )));
-    }
-    let after = query
-        .after
-        .as_deref()
-        .map(SequenceName::parse)
-        .transpose()
-        .map_err(|err| ApiError::InvalidRequest(format!("`after` must be a family name: {err}")))?;
+    let limit = page_limit(query.limit)?;
+    let after = after_name(query.after.as_deref(), "family")?;
     let mut page = registry::list_families(&pool, after.as_ref(), limit).await?;
     // A token scoped to some families sees those; the page keeps its place in the names.
     page.families.retain(|listed| {

@@ -12,6 +12,7 @@ use super::access::require_on_sequence;
 use super::error::ApiError;
 use super::error::ErrorBody;
 use super::extract::JsonObject;
+use super::paging::{after_name, page_limit};
 use super::RegistryDeadline;
 use crate::auth::{Caller, Resource, Verb};
 use crate::carriers::{Format, FormatError};
@@ -20,9 +21,6 @@ use crate::registry::{
     self, Catalog, Known, NewSequence, RangeView, SequencePage, SequenceView, SettingsChange,
 };
 use crate::settings::CacheSettings;
-
-const DEFAULT_PAGE: u32 = 100;
-const MAX_PAGE: u32 = 1000;
 
 /// Bounds arrive as JSON numbers and are checked by the domain types, so a bound outside
 /// i64 is `invalid_range` rather than a generic parse failure.
@@ -340,20 +338,8 @@ pub async fn list(
     query: web::Query<ListQuery>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Verb::Read, Resource::AnySequence)?;
-    let limit = query.limit.unwrap_or(DEFAULT_PAGE);
-    if !(1..=MAX_PAGE).contains(&limit) {
-        return Err(ApiError::InvalidRequest(format!(
-            "`limit` must be between 1 and {MAX_PAGE}"
-        )));
-    }
-    let after = query
-        .after
-        .as_deref()
-        .map(SequenceName::parse)
-        .transpose()
-        .map_err(|err| {
-            ApiError::InvalidRequest(format!("`after` must be a sequence name: {err}"))
-        })?;
+    let limit = page_limit(query.limit)?;
+    let after = after_name(query.after.as_deref(), "sequence")?;
     let mut page = registry::list_sequences(&pool, after.as_ref(), limit).await?;
     // A token scoped to some sequences sees those; the page keeps its place in the names.
     page.sequences.retain(|sequence| {

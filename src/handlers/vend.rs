@@ -74,15 +74,7 @@ pub async fn next(
     query: web::Query<NextQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let name = SequenceName::parse(&name)?;
-    let count = match query.count {
-        None => None,
-        Some(n @ 1..=MAX_COUNT) => Some(n as u32),
-        Some(_) => {
-            return Err(ApiError::InvalidRequest(format!(
-                "`count` must be between 1 and {MAX_COUNT}"
-            )))
-        }
-    };
+    let count = batch_count(query.count)?;
     let wanted = count.unwrap_or(1);
     // From memory after the first vend: no round trip on the hot path. Looked up before the
     // vend, so a registry that cannot answer costs no values, and a name the registry does
@@ -142,6 +134,17 @@ pub async fn next(
         },
     });
     Ok(if replay { replayed(response) } else { response })
+}
+
+/// The `count` of a vend or draw: none (one value) or 1–10000.
+pub fn batch_count(count: Option<u64>) -> Result<Option<u32>, ApiError> {
+    match count {
+        None => Ok(None),
+        Some(n @ 1..=MAX_COUNT) => Ok(Some(n as u32)),
+        Some(_) => Err(ApiError::InvalidRequest(format!(
+            "`count` must be between 1 and {MAX_COUNT}"
+        ))),
+    }
 }
 
 /// The values of a drawn outcome, or the error it means.

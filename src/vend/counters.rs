@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 
 use super::lanes::{Lanes, Statement};
-use super::statement::{hand_out, run_durably};
+use super::statement::{hand_out, request_indexes, run_durably};
 use super::VendError;
 use crate::db::VendPool as Pool;
 use crate::domain::{CounterKey, SequenceName};
@@ -104,12 +104,7 @@ impl Statement for CounterStatement {
 
         let mut outcomes = vec![CounterOutcome::NotFound; asks.len()];
         for row in rows {
-            let requests: Vec<i32> = row.get(0);
-            let indexes = requests
-                .iter()
-                .map(|r| usize::try_from(r - 1).ok().filter(|&i| i < asks.len()))
-                .collect::<Option<Vec<usize>>>()
-                .context("request index out of bounds")?;
+            let indexes = request_indexes(&row, asks.len())?;
             let handed_out = match row.get::<_, &str>(1) {
                 "ok" => {
                     let drawn = Drawn {

@@ -83,12 +83,7 @@ pub async fn vend(
 
     let mut outcomes = vec![Outcome::NotFound; asks.len()];
     for row in rows {
-        let requests: Vec<i32> = row.get(0);
-        let indexes = requests
-            .iter()
-            .map(|r| usize::try_from(r - 1).ok().filter(|&i| i < asks.len()))
-            .collect::<Option<Vec<usize>>>()
-            .context("request index out of bounds")?;
+        let indexes = request_indexes(&row, asks.len())?;
         let name = asks[indexes[0]].name.as_str();
         let detail: Option<String> = row.get(3);
         let handed_out = match row.get::<_, &str>(1) {
@@ -132,6 +127,17 @@ pub async fn vend(
         }
     }
     Ok(outcomes)
+}
+
+/// The requests a row of a vend statement answers (its first column, 1-based), as indexes
+/// into the statement's `count` requests.
+pub(super) fn request_indexes(row: &Row, count: usize) -> anyhow::Result<Vec<usize>> {
+    let requests: Vec<i32> = row.get(0);
+    requests
+        .iter()
+        .map(|r| usize::try_from(r - 1).ok().filter(|&i| i < count))
+        .collect::<Option<Vec<usize>>>()
+        .context("request index out of bounds")
 }
 
 /// Splits the values drawn for one sequence (or counter) among its requests, in the order

@@ -541,17 +541,7 @@ async fn retiring_waits_for_a_draw_in_flight_and_no_draw_commits_after_it() {
     let observer = db.connect().await;
     let waiting = |event: &'static str, query: &'static str| {
         let observer = &observer;
-        move || async move {
-            let row = observer
-                .query_one(
-                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
-                     AND wait_event = $1 AND query LIKE $2",
-                    &[&event, &query],
-                )
-                .await
-                .unwrap();
-            row.get::<_, i64>(0) > 0
-        }
+        move || session_waits(observer, event, query)
     };
     eventually(
         Duration::from_secs(10),

@@ -122,6 +122,24 @@ impl TestDb {
     }
 }
 
+/// Whether a session of this database waits on `wait_event` while running a statement like
+/// `query` (an SQL LIKE pattern): how a test knows a statement is blocked where it meant.
+pub async fn session_waits(
+    observer: &tokio_postgres::Client,
+    wait_event: &str,
+    query: &str,
+) -> bool {
+    let row = observer
+        .query_one(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
+             AND wait_event = $1 AND query LIKE $2",
+            &[&wait_event, &query],
+        )
+        .await
+        .unwrap();
+    row.get::<_, i64>(0) > 0
+}
+
 /// One running seqvend instance.
 pub struct TestApp {
     pub address: String,
