@@ -5,11 +5,11 @@ use actix_web::{web, HttpResponse};
 use serde::Deserialize;
 use serde_json::Number;
 use sqlx::PgPool;
-use utoipa::{IntoParams, ToSchema};
+use utoipa::ToSchema;
 
 use super::error::{ApiError, ErrorBody};
 use super::extract::JsonObject;
-use super::paging::{after_name, page_limit};
+use super::paging::ListQuery;
 use crate::auth::{Caller, Resource, Verb};
 use crate::domain::{SequenceName, SequenceSpec};
 use crate::registry::{self, FamilyPage, FamilyView};
@@ -40,18 +40,6 @@ pub struct CreateFamilyBody {
     /// Greater than `min`. Defaults to 9223372036854775807 (ascending) or -1 (descending).
     #[schema(value_type = Option<i64>)]
     max: Option<Number>,
-}
-
-#[derive(Deserialize, IntoParams)]
-#[serde(deny_unknown_fields)]
-#[into_params(parameter_in = Query)]
-pub struct FamilyListQuery {
-    /// Page size, 1–1000 (default 100).
-    #[param(minimum = 1, maximum = 1000)]
-    limit: Option<u32>,
-    /// The `next` of the previous page.
-    #[param(pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")]
-    after: Option<String>,
 }
 
 #[utoipa::path(
@@ -109,7 +97,7 @@ pub async fn get(
 }
 
 #[utoipa::path(
-    get, path = "/families", tag = "read", params(FamilyListQuery),
+    get, path = "/families", tag = "read", params(ListQuery),
     responses(
         (status = 200, description = "A page of families, in name order, of those the token may read", body = FamilyPage),
         (status = 400, description = "invalid_request", body = ErrorBody),
@@ -122,12 +110,11 @@ pub async fn get(
 pub async fn list(
     caller: Caller,
     pool: web::Data<PgPool>,
-    query: web::Query<FamilyListQuery>,
+    query: web::Query<ListQuery>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Verb::Read, Resource::AnySequence)?;
-    let limit = page_limit(query.limit)?;
-    let after = after_name(query.after.as_deref(), "family")?;
-    let mut page = registry::list_families(&pool, after.as_ref(), limit).await?;
+    let asked = query.page("family")?;
+    let mut page = registry::list_families(&pool, asked.after.as_ref(), asked.limit).await?;
     // A token scoped to some families sees those; the page keeps its place in the names.
     page.families.retain(|listed| {
         SequenceName::parse(&listed.name).is_ok_and(|name| caller.may(Verb::Read, family(&name)))

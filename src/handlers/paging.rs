@@ -1,11 +1,43 @@
 //! The paging every list shares: `limit` 1–1000 (100 by default) and, for lists in name
 //! order, `after` a name.
 
+use serde::Deserialize;
+use utoipa::IntoParams;
+
 use super::error::ApiError;
 use crate::domain::SequenceName;
 
 const DEFAULT_PAGE: u32 = 100;
 const MAX_PAGE: u32 = 1000;
+
+/// The query of a list in name order.
+#[derive(Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ListQuery {
+    /// Page size, 1–1000 (default 100).
+    #[param(minimum = 1, maximum = 1000)]
+    limit: Option<u32>,
+    /// The `next` of the previous page.
+    #[param(pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")]
+    after: Option<String>,
+}
+
+/// What a list in name order asked for: its page size and the name it resumes after.
+pub struct NamePage {
+    pub limit: u32,
+    pub after: Option<SequenceName>,
+}
+
+impl ListQuery {
+    /// The page asked for, checked; `what` names what is listed (a sequence, a family).
+    pub fn page(&self, what: &str) -> Result<NamePage, ApiError> {
+        Ok(NamePage {
+            limit: page_limit(self.limit)?,
+            after: after_name(self.after.as_deref(), what)?,
+        })
+    }
+}
 
 /// The page size asked for, checked.
 pub fn page_limit(limit: Option<u32>) -> Result<u32, ApiError> {
@@ -18,8 +50,8 @@ pub fn page_limit(limit: Option<u32>) -> Result<u32, ApiError> {
     Ok(limit)
 }
 
-/// Where a list in name order resumes: after the name of a `what` (a sequence, a family).
-pub fn after_name(after: Option<&str>, what: &str) -> Result<Option<SequenceName>, ApiError> {
+/// Where a list in name order resumes: after the name of a `what`.
+fn after_name(after: Option<&str>, what: &str) -> Result<Option<SequenceName>, ApiError> {
     after
         .map(SequenceName::parse)
         .transpose()

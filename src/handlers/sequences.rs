@@ -6,13 +6,13 @@ use serde::Deserialize;
 use serde_json::Number;
 use sqlx::PgPool;
 
-use utoipa::{IntoParams, ToSchema};
+use utoipa::ToSchema;
 
 use super::access::require_on_sequence;
 use super::error::ApiError;
 use super::error::ErrorBody;
 use super::extract::JsonObject;
-use super::paging::{after_name, page_limit};
+use super::paging::ListQuery;
 use super::RegistryDeadline;
 use crate::auth::{Caller, Resource, Verb};
 use crate::carriers::{Format, FormatError};
@@ -217,18 +217,6 @@ pub struct AddRangeBody {
     max: Number,
 }
 
-#[derive(Deserialize, IntoParams)]
-#[serde(deny_unknown_fields)]
-#[into_params(parameter_in = Query)]
-pub struct ListQuery {
-    /// Page size, 1–1000 (default 100).
-    #[param(minimum = 1, maximum = 1000)]
-    limit: Option<u32>,
-    /// The `next` of the previous page.
-    #[param(pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")]
-    after: Option<String>,
-}
-
 #[utoipa::path(
     post, path = "/sequences", tag = "admin", request_body = CreateSequenceBody,
     responses(
@@ -338,9 +326,8 @@ pub async fn list(
     query: web::Query<ListQuery>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Verb::Read, Resource::AnySequence)?;
-    let limit = page_limit(query.limit)?;
-    let after = after_name(query.after.as_deref(), "sequence")?;
-    let mut page = registry::list_sequences(&pool, after.as_ref(), limit).await?;
+    let asked = query.page("sequence")?;
+    let mut page = registry::list_sequences(&pool, asked.after.as_ref(), asked.limit).await?;
     // A token scoped to some sequences sees those; the page keeps its place in the names.
     page.sequences.retain(|sequence| {
         caller.may(
