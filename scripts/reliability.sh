@@ -35,6 +35,8 @@ lines = [
     "  each was handed out.",
     "- Scenario 12 is about Snowflake ids, which come from no range: nothing is counted as vended or",
     "  as a gap; its notes say how many ids came from where, all checked unique and increasing per holder.",
+    "- Scenario 13 is about counter families: values are checked per key (two counters hand out the same",
+    "  values, one never twice), and its gaps are values a counter's `drawn` covers that no client received.",
     "- Scenario 4 (cancellation) runs inside 1, 2, 3 and 6: the impatient clients, and in 2 a range lock",
     "  held past seqvend's statement timeout. Property tests of name parsing and identifier quoting",
     "  (proptest, 4,000 cases each) run with the unit tests.",

@@ -441,83 +441,115 @@ pub fn start_clients(
                     } else {
                         1
                     };
-                    let patience = if impatient {
-                        Duration::from_millis(rng.gen_range(1..=5))
-                    } else {
-                        Duration::from_secs(10)
-                    };
-                    (count, patience)
+                    (count, patience(&mut rng, impatient))
                 };
                 let url = if count == 1 {
                     format!("{address}/sequences/{name}/next")
                 } else {
                     format!("{address}/sequences/{name}/next?count={count}")
                 };
-                let sent = Instant::now();
-                let response = match http
-                    .post(&url)
-                    .bearer_auth(VEND)
-                    .timeout(patience)
-                    .send()
-                    .await
-                {
-                    Ok(response) => response,
-                    Err(err) if err.is_timeout() => {
-                        record.cancelled.fetch_add(1, Ordering::Relaxed);
-                        continue;
-                    }
-                    // seqvend itself is down (killed) or restarting: try again.
-                    Err(_) => {
-                        record.unavailable.fetch_add(1, Ordering::Relaxed);
-                        tokio::time::sleep(Duration::from_millis(5)).await;
-                        continue;
-                    }
-                };
-                let status = response.status();
-                let retry_after = response.headers().contains_key("retry-after");
-                let body: Value = match response.json().await {
-                    Ok(body) => body,
-                    Err(_) => {
-                        record.cancelled.fetch_add(1, Ordering::Relaxed);
-                        continue;
-                    }
-                };
-                record
-                    .slowest_answer_us
-                    .fetch_max(sent.elapsed().as_micros() as u64, Ordering::Relaxed);
-                match status {
-                    StatusCode::OK => {
-                        let values: Vec<i64> = match body.get("value") {
-                            Some(v) => vec![v.as_i64().unwrap()],
-                            None => body["values"]
-                                .as_array()
-                                .unwrap()
-                                .iter()
-                                .map(|v| v.as_i64().unwrap())
-                                .collect(),
-                        };
-                        record.values.lock().unwrap().extend(values);
-                        record.ok.fetch_add(1, Ordering::Relaxed);
-                    }
-                    StatusCode::SERVICE_UNAVAILABLE => {
-                        assert_eq!(body["error"], "unavailable");
-                        assert!(retry_after, "a 503 without Retry-After: {body}");
-                        record.unavailable.fetch_add(1, Ordering::Relaxed);
-                        tokio::time::sleep(Duration::from_millis(5)).await;
-                    }
-                    StatusCode::CONFLICT if body["error"] == "sequence_exhausted" => {
+                match vend_once(&http, &url, patience, &record).await {
+                    Answer::Values(values, _) => record.values.lock().unwrap().extend(values),
+                    Answer::Nothing => {}
+                    Answer::Other(StatusCode::CONFLICT, body)
+                        if body["error"] == "sequence_exhausted" =>
+                    {
                         record.exhausted.store(true, Ordering::Relaxed);
                     }
-                    other => record
+                    Answer::Other(status, body) => record
                         .other
                         .lock()
                         .unwrap()
-                        .push(format!("{other}: {body}")),
+                        .push(format!("{status}: {body}")),
                 }
             }
         });
     }
     (record, tasks)
+}
+
+/// How long a client waits for an answer: 1–5 ms if it is impatient, else 10 s.
+pub fn patience(rng: &mut impl Rng, impatient: bool) -> Duration {
+    if impatient {
+        Duration::from_millis(rng.gen_range(1..=5))
+    } else {
+        Duration::from_secs(10)
+    }
+}
+
+/// What became of one vend request.
+pub enum Answer {
+    /// 200: the values given (from `value` or `values`), and the body.
+    Values(Vec<i64>, Value),
+    /// Given up on, seqvend down, or 503 `unavailable` with `Retry-After`: counted in the record.
+    Nothing,
+    /// Any other answer, for the caller to judge.
+    Other(StatusCode, Value),
+}
+
+/// Sends one vend request (`POST url`) as a client with `patience` would, and counts in
+/// `record` what became of it; the values of a 200 are the caller's to record.
+pub async fn vend_once(
+    http: &reqwest::Client,
+    url: &str,
+    patience: Duration,
+    record: &Record,
+) -> Answer {
+    let sent = Instant::now();
+    let response = match http
+        .post(url)
+        .bearer_auth(VEND)
+        .timeout(patience)
+        .send()
+        .await
+    {
+        Ok(response) => response,
+        Err(err) if err.is_timeout() => {
+            record.cancelled.fetch_add(1, Ordering::Relaxed);
+            return Answer::Nothing;
+        }
+        // seqvend itself is down (killed) or restarting: try again.
+        Err(_) => {
+            record.unavailable.fetch_add(1, Ordering::Relaxed);
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            return Answer::Nothing;
+        }
+    };
+    let status = response.status();
+    let retry_after = response.headers().contains_key("retry-after");
+    let body: Value = match response.json().await {
+        Ok(body) => body,
+        Err(_) => {
+            record.cancelled.fetch_add(1, Ordering::Relaxed);
+            return Answer::Nothing;
+        }
+    };
+    record
+        .slowest_answer_us
+        .fetch_max(sent.elapsed().as_micros() as u64, Ordering::Relaxed);
+    match status {
+        StatusCode::OK => {
+            let values: Vec<i64> = match body.get("value") {
+                Some(v) => vec![v.as_i64().unwrap()],
+                None => body["values"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|v| v.as_i64().unwrap())
+                    .collect(),
+            };
+            record.ok.fetch_add(1, Ordering::Relaxed);
+            Answer::Values(values, body)
+        }
+        StatusCode::SERVICE_UNAVAILABLE => {
+            assert_eq!(body["error"], "unavailable");
+            assert!(retry_after, "a 503 without Retry-After: {body}");
+            record.unavailable.fetch_add(1, Ordering::Relaxed);
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            Answer::Nothing
+        }
+        other => Answer::Other(other, body),
+    }
 }
 
 /// Waits until the clients have received at least `more` further values. The scenarios'

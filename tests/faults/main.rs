@@ -4,6 +4,7 @@
 //! it and writes RELIABILITY.md.
 
 mod caching;
+mod counters;
 mod harness;
 mod ids;
 mod scenarios;
