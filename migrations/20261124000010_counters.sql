@@ -59,6 +59,18 @@ ALTER TABLE seqvend.events ADD CONSTRAINT events_subject_check
                                              'family_created', 'family_retired'))
        AND (family_id IS NULL) = (kind NOT IN ('family_created', 'family_retired')));
 
+-- What a batch asks of the counters of live families: one row per (family, key), with the
+-- values its requests ask in all. The draw's steps below each read it.
+CREATE FUNCTION seqvend.counters_asked(p_families text[], p_keys text[], p_counts int4[])
+RETURNS TABLE (family_id integer, key text, wanted bigint, capacity bigint)
+LANGUAGE sql STABLE AS $$
+    SELECT f.id, a.key COLLATE "C", sum(a.count), f.capacity
+      FROM unnest(p_families, p_keys, p_counts) AS a(family, key, count)
+      JOIN seqvend.families f ON f.name = a.family AND f.retired_at IS NULL
+     GROUP BY f.id, a.key, f.capacity
+     ORDER BY f.id, a.key COLLATE "C"
+$$;
+
 -- Draws values for a batch of requests, request i asking p_counts[i] values of the counter
 -- p_keys[i] in the family named p_families[i]. One row per (family, key) asked: the requests
 -- it answers (1-based, in order), and
@@ -67,16 +79,29 @@ ALTER TABLE seqvend.events ADD CONSTRAINT events_subject_check
 --   'not_found' no such family;
 --   'retired'   the family is retired.
 -- Each family is held by a shared advisory lock, which retiring takes exclusively, so a draw
--- never commits after a retirement did. New keys are inserted first, in key order, then the
--- others are locked in key order and updated: two batches with keys in common take them in
--- the same order, and a key raced into existence by another batch is waited for, then drawn.
+-- never commits after a retirement did. Then, in up to three steps, each only for what the
+-- steps before left:
+--   1. counters that exist and hold all that is asked: one UPDATE, whose new value says where
+--      the values began (a HOT update, no lock taken before it). Most batches end here;
+--   2. keys drawn for the first time: inserted already drawn, in key order; a key another
+--      batch is inserting is waited for and left to step 3;
+--   3. the rest (counters running out, keys raced into existence): locked in key order and
+--      clamped at the family's bound.
 CREATE FUNCTION seqvend.draw_counters(p_families text[], p_keys text[], p_counts int4[])
 RETURNS TABLE (requests int4[], outcome text, first_value bigint, taken bigint, step bigint,
                created boolean)
 LANGUAGE plpgsql AS $$
 DECLARE
+    asked_count bigint;
+    whole_family integer[];
+    whole_key text[];
+    whole_before bigint[];
     new_family integer[];
     new_key text[];
+    clamped_family integer[];
+    clamped_key text[];
+    clamped_before bigint[];
+    clamped_after bigint[];
 BEGIN
     PERFORM pg_advisory_xact_lock_shared(1178684747, f.id)
        FROM seqvend.families f
@@ -85,61 +110,92 @@ BEGIN
 
     -- Statements after the lock see a retirement that committed before it.
     WITH asked AS (
-        SELECT f.id, f.capacity, a.key, sum(a.count) AS wanted
-          FROM unnest(p_families, p_keys, p_counts) AS a(family, key, count)
-          JOIN seqvend.families f ON f.name = a.family AND f.retired_at IS NULL
-         GROUP BY f.id, f.capacity, a.key
-    ), inserted AS (
-        INSERT INTO seqvend.counters AS c (drawn, family_id, key)
-        SELECT least(a.wanted, a.capacity), a.id, a.key FROM asked a ORDER BY a.id, a.key
-        ON CONFLICT (family_id, key) DO NOTHING
-        RETURNING c.family_id, c.key
-    )
-    SELECT array_agg(i.family_id), array_agg(i.key) INTO new_family, new_key FROM inserted i;
-
-    RETURN QUERY
-    WITH asks AS (
-        SELECT a.family, a.key, a.count, a.i::int4 AS i
-          FROM unnest(p_families, p_keys, p_counts) WITH ORDINALITY AS a(family, key, count, i)
-    ), groups AS (
-        SELECT g.family, g.key, g.requests, g.wanted, f.id, f.start_value, f.increment,
-               f.capacity, f.retired_at
-          FROM (SELECT a.family, a.key, array_agg(a.i ORDER BY a.i) AS requests,
-                       sum(a.count) AS wanted
-                  FROM asks a GROUP BY a.family, a.key) g
-          LEFT JOIN seqvend.families f ON f.name = g.family
-    ), fresh AS (
-        SELECT n.family_id, n.key FROM unnest(new_family, new_key) AS n(family_id, key)
-    ), locked AS (
-        SELECT c.family_id, c.key, c.drawn
-          FROM seqvend.counters c
-          JOIN groups g ON g.id = c.family_id AND g.key = c.key AND g.retired_at IS NULL
-         WHERE NOT EXISTS (SELECT 1 FROM fresh n WHERE n.family_id = c.family_id
-                                                   AND n.key = c.key)
-         ORDER BY c.family_id, c.key
-           FOR UPDATE OF c
+        SELECT * FROM seqvend.counters_asked(p_families, p_keys, p_counts)
     ), updated AS (
         UPDATE seqvend.counters c
-           SET drawn = least(l.drawn + g.wanted, g.capacity)
-          FROM locked l
-          JOIN groups g ON g.id = l.family_id AND g.key = l.key
-         WHERE c.family_id = l.family_id AND c.key = l.key AND l.drawn < g.capacity
-        RETURNING c.family_id, c.key, l.drawn AS before, c.drawn AS after
+           SET drawn = c.drawn + a.wanted
+          FROM asked a
+         WHERE c.family_id = a.family_id AND c.key = a.key
+           AND c.drawn <= a.capacity - a.wanted
+        RETURNING c.family_id, c.key, c.drawn - a.wanted AS before
+    )
+    SELECT array_agg(u.family_id), array_agg(u.key), array_agg(u.before),
+           (SELECT count(*) FROM asked)
+      INTO whole_family, whole_key, whole_before, asked_count
+      FROM updated u;
+
+    IF coalesce(cardinality(whole_key), 0) < asked_count THEN
+        WITH inserted AS (
+            INSERT INTO seqvend.counters AS c (drawn, family_id, key)
+            SELECT least(a.wanted, a.capacity), a.family_id, a.key
+              FROM seqvend.counters_asked(p_families, p_keys, p_counts) a
+             WHERE (a.family_id, a.key) NOT IN (SELECT * FROM unnest(whole_family, whole_key))
+            ON CONFLICT (family_id, key) DO NOTHING
+            RETURNING c.family_id, c.key
+        )
+        SELECT array_agg(i.family_id), array_agg(i.key) INTO new_family, new_key
+          FROM inserted i;
+    END IF;
+
+    IF coalesce(cardinality(whole_key), 0) + coalesce(cardinality(new_key), 0) < asked_count THEN
+        WITH rest AS MATERIALIZED (
+            SELECT a.*
+              FROM seqvend.counters_asked(p_families, p_keys, p_counts) a
+             WHERE (a.family_id, a.key) NOT IN (SELECT * FROM unnest(whole_family, whole_key))
+               AND (a.family_id, a.key) NOT IN (SELECT * FROM unnest(new_family, new_key))
+        ), locked AS (
+            SELECT c.family_id, c.key, c.drawn
+              FROM seqvend.counters c
+              JOIN rest r ON r.family_id = c.family_id AND r.key = c.key
+             ORDER BY c.family_id, c.key
+               FOR UPDATE OF c
+        ), clamped AS (
+            UPDATE seqvend.counters c
+               SET drawn = least(l.drawn + r.wanted, r.capacity)
+              FROM locked l
+              JOIN rest r ON r.family_id = l.family_id AND r.key = l.key
+             WHERE c.family_id = l.family_id AND c.key = l.key AND l.drawn < r.capacity
+            RETURNING c.family_id, c.key, l.drawn AS before, c.drawn AS after
+        )
+        SELECT array_agg(u.family_id), array_agg(u.key), array_agg(u.before),
+               array_agg(u.after)
+          INTO clamped_family, clamped_key, clamped_before, clamped_after
+          FROM clamped u;
+    END IF;
+
+    RETURN QUERY
+    WITH groups AS (
+        SELECT g.requests, g.wanted, f.id, f.start_value, f.increment, f.capacity,
+               f.retired_at, g.key
+          FROM (SELECT a.family, a.key COLLATE "C" AS key,
+                       array_agg(a.i::int4 ORDER BY a.i) AS requests, sum(a.count) AS wanted
+                  FROM unnest(p_families, p_keys, p_counts) WITH ORDINALITY
+                           AS a(family, key, count, i)
+                 GROUP BY a.family, a.key) g
+          LEFT JOIN seqvend.families f ON f.name = g.family
     )
     SELECT g.requests,
            CASE WHEN g.id IS NULL THEN 'not_found'
                 WHEN g.retired_at IS NOT NULL THEN 'retired'
                 ELSE 'ok' END,
            CASE WHEN n.key IS NOT NULL THEN g.start_value
+                WHEN w.key IS NOT NULL
+                    THEN (g.start_value + w.before::numeric * g.increment)::bigint
                 WHEN u.key IS NOT NULL
                     THEN (g.start_value + u.before::numeric * g.increment)::bigint END,
            CASE WHEN n.key IS NOT NULL THEN least(g.wanted, g.capacity)::bigint
+                WHEN w.key IS NOT NULL THEN g.wanted::bigint
                 WHEN u.key IS NOT NULL THEN u.after - u.before
                 ELSE 0 END,
            g.increment,
            n.key IS NOT NULL
       FROM groups g
-      LEFT JOIN fresh n ON n.family_id = g.id AND n.key = g.key
-      LEFT JOIN updated u ON u.family_id = g.id AND u.key = g.key;
+      LEFT JOIN unnest(whole_family, whole_key, whole_before) AS w(family_id, key, before)
+             ON w.family_id = g.id AND w.key = g.key
+      LEFT JOIN unnest(new_family, new_key) AS n(family_id, key)
+             ON n.family_id = g.id AND n.key = g.key
+      LEFT JOIN unnest(clamped_family, clamped_key, clamped_before, clamped_after)
+                AS u(family_id, key, before, after)
+             ON u.family_id = g.id AND u.key = g.key;
 END;
 $$;

@@ -1,6 +1,6 @@
 //! Counters by key: requests to a family's counters become rows of one
 //! `seqvend.draw_counters(...)` statement per batch (see the counters migration), routed to
-//! lanes by family and key, durable before they are answered.
+//! lanes by family, durable before they are answered.
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
@@ -72,11 +72,14 @@ impl Statement for CounterStatement {
     type Ask = CounterAsk;
     type Outcome = CounterOutcome;
 
-    /// By family and key: one counter's requests are served in order, and different keys
-    /// spread over every lane.
+    /// By family, as sequences go by name: a counter's requests are served in order, and a
+    /// family's requests share statements however many keys they name. (By key, a family's
+    /// requests would spread over every lane in smaller statements, each with its own
+    /// commit: measured, draws at random over many keys ran at about half the rate of draws
+    /// on one key.)
     fn lane_key(ask: &CounterAsk) -> u64 {
         let mut hasher = DefaultHasher::new();
-        (&ask.family, &ask.key).hash(&mut hasher);
+        ask.family.hash(&mut hasher);
         hasher.finish()
     }
 

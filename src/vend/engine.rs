@@ -25,7 +25,7 @@ struct SequenceStatement {
     key_ttl: Duration,
 }
 
-pub struct SequenceAsk {
+struct SequenceAsk {
     name: SequenceName,
     count: u32,
     key: Option<IdempotencyKey>,
