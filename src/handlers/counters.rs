@@ -1,13 +1,14 @@
 //! `POST /families/{family}/counters/{key}/next[?count=N]` and reading one counter. A key's
 //! first draw creates its counter.
 
-use actix_web::{web, HttpResponse};
+use actix_web::{web, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
 use sqlx::PgPool;
 use utoipa::{IntoParams, ToSchema};
 
 use super::error::{ApiError, ErrorBody};
 use super::families::family;
+use super::idempotent::refuse_key;
 use super::vend::batch_count;
 use crate::auth::{Caller, Verb};
 use crate::domain::{CounterKey, SequenceName};
@@ -50,7 +51,7 @@ pub enum CounterDrawn<'a> {
     ),
     responses(
         (status = 200, description = "Values, durable before they are returned; the key's first draw creates its counter at the family's start", body = CounterDrawn),
-        (status = 400, description = "invalid_name, invalid_key or invalid_request", body = ErrorBody),
+        (status = 400, description = "invalid_name, invalid_key or invalid_request (also for an Idempotency-Key, which counter draws do not support)", body = ErrorBody),
         (status = 401, description = "unauthorized", body = ErrorBody),
         (status = 403, description = "forbidden: the token has no vend scope on the family", body = ErrorBody),
         (status = 404, description = "not_found: no such family", body = ErrorBody),
@@ -61,6 +62,7 @@ pub enum CounterDrawn<'a> {
     )
 )]
 pub async fn next(
+    req: HttpRequest,
     caller: Caller,
     counters: web::Data<Counters>,
     path: web::Path<(String, String)>,
@@ -68,6 +70,7 @@ pub async fn next(
 ) -> Result<HttpResponse, ApiError> {
     let (family_name, key) = parse_path(&path)?;
     let count = batch_count(query.count)?;
+    refuse_key(&req, "counter draws")?;
     caller.require(Verb::Vend, family(&family_name))?;
     let wanted = count.unwrap_or(1);
     let ask = CounterAsk {

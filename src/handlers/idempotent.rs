@@ -16,6 +16,19 @@ const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");
 /// Set on an answer that repeats a stored one.
 pub const REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
 
+/// Refuses an `Idempotency-Key` where answers are not stored for replay (`what` names the
+/// route), rather than let a client believe its retries are safe.
+pub fn refuse_key(req: &HttpRequest, what: &str) -> Result<(), ApiError> {
+    if req.headers().contains_key(IDEMPOTENCY_KEY) {
+        return Err(ApiError::InvalidRequest(format!(
+            "Idempotency-Key is not supported on {what}: answers are not stored for replay, so \
+             a retry draws new values (never one twice; the first's become a gap). Send the \
+             request without it"
+        )));
+    }
+    Ok(())
+}
+
 /// An authenticated caller with the request's `Idempotency-Key`, if it sent one (checked:
 /// 400 when malformed).
 pub struct KeyedCaller {

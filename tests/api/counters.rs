@@ -424,6 +424,15 @@ async fn bad_families_and_bad_requests_are_refused_and_change_nothing() {
     app.draw("bad name!", "k", None)
         .await
         .assert_error(400, "invalid_name");
+    // Draws are not stored for replay: a key is refused rather than silently ignored.
+    let keyed = app
+        .http
+        .post(format!("{}/families/f/counters/k/next", app.address))
+        .bearer_auth(VEND_TOKEN)
+        .header("Idempotency-Key", "retry-1");
+    Reply::from(keyed.send().await.unwrap())
+        .await
+        .assert_error(400, "invalid_request");
     let counters: i64 = client
         .query_one("SELECT count(*) FROM seqvend.counters", &[])
         .await
