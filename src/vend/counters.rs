@@ -73,10 +73,8 @@ impl Statement for CounterStatement {
     type Outcome = CounterOutcome;
 
     /// By family, as sequences go by name: a counter's requests are served in order, and a
-    /// family's requests share statements however many keys they name. (By key, a family's
-    /// requests would spread over every lane in smaller statements, each with its own
-    /// commit: measured, draws at random over many keys ran at about half the rate of draws
-    /// on one key.)
+    /// family's requests share statements however many keys they name. (By key, they would
+    /// spread over every lane in smaller statements, each paying for its own commit.)
     fn lane_key(ask: &CounterAsk) -> u64 {
         let mut hasher = DefaultHasher::new();
         ask.family.hash(&mut hasher);
