@@ -71,7 +71,7 @@ pub async fn next(
     let (family_name, key) = parse_path(&path)?;
     let count = batch_count(query.count)?;
     refuse_key(&req, "counter draws")?;
-    caller.require(Verb::Vend, family(&family_name))?;
+    caller.require(Verb::Vend, family(family_name.as_str()))?;
     let wanted = count.unwrap_or(1);
     let ask = CounterAsk {
         family: family_name.clone(),
@@ -129,7 +129,7 @@ pub async fn get(
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, ApiError> {
     let (family_name, key) = parse_path(&path)?;
-    caller.require(Verb::Read, family(&family_name))?;
+    caller.require(Verb::Read, family(family_name.as_str()))?;
     let counter = registry::get_counter(&pool, &family_name, &key).await?;
     Ok(HttpResponse::Ok().json(counter))
 }
