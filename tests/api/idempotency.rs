@@ -143,6 +143,24 @@ async fn a_vend_its_client_gave_up_on_is_replayed_by_the_other_instance() {
         .batch_execute("SELECT pg_advisory_unlock_all()")
         .await
         .unwrap();
+    // The retry comes once the first statement has committed its answer: sent while it is
+    // still committing, the retry would draw values of its own (a gap) before replaying it.
+    eventually(
+        Duration::from_secs(10),
+        "the first vend commits its answer",
+        || async {
+            let stored: i64 = observer
+                .query_one(
+                    "SELECT count(*) FROM seqvend.idempotency_keys WHERE key = 'label-9'",
+                    &[],
+                )
+                .await
+                .unwrap()
+                .get(0);
+            stored > 0
+        },
+    )
+    .await;
     // The retry, on the other instance: the values the first statement drew and stored.
     let (retried, replayed) = keyed_next(&second, "timed-out", 3, "label-9").await;
     assert_eq!(retried.status, StatusCode::OK, "{}", retried.body);

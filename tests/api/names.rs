@@ -88,7 +88,9 @@ async fn hostile_names_are_400_and_change_nothing() {
         tables,
         [
             "_sqlx_migrations",
+            "counters",
             "events",
+            "families",
             "idempotency_keys",
             "leases",
             "ranges",

@@ -95,9 +95,13 @@ async fn the_openapi_document_names_every_operation() {
     assert_eq!(
         operations,
         [
+            "DELETE /families/{family}",
             "DELETE /sequences/{name}",
             "DELETE /tokens/{id}",
             "GET /events",
+            "GET /families",
+            "GET /families/{family}",
+            "GET /families/{family}/counters/{key}",
             "GET /healthz",
             "GET /ids/snowflake/{id}",
             "GET /metrics",
@@ -108,6 +112,8 @@ async fn the_openapi_document_names_every_operation() {
             "GET /tokens",
             "GET /tracking-numbers/{number}",
             "PATCH /sequences/{name}",
+            "POST /families",
+            "POST /families/{family}/counters/{key}/next",
             "POST /ids/snowflake",
             "POST /ids/uuidv7",
             "POST /sequences",
