@@ -37,6 +37,19 @@ pub enum RegistryError {
 }
 
 impl RegistryError {
+    /// Turns a violation of the named constraint into `conflict`; anything else is judged
+    /// as `from_db` does.
+    pub(super) fn on_constraint(
+        err: sqlx::Error,
+        constraint: &str,
+        conflict: impl FnOnce() -> Self,
+    ) -> Self {
+        match &err {
+            sqlx::Error::Database(db) if db.constraint() == Some(constraint) => conflict(),
+            _ => Self::from_db(err),
+        }
+    }
+
     /// Judges a failed database call: unavailable (`crate::db::is_unavailable`) or internal.
     /// Unavailability is logged here, with its whole cause chain, so that every caller (a
     /// request or the watcher) leaves the same trace of it.

@@ -7,6 +7,7 @@ use serde::Serialize;
 use sqlx::PgPool;
 use utoipa::ToSchema;
 
+use super::views::cut_page;
 use super::RegistryError;
 use crate::domain::SequenceName;
 
@@ -157,14 +158,9 @@ pub async fn list_all_events(
     Ok(page(events, limit))
 }
 
-/// A page of at most `limit` events, from `limit + 1` read: the extra one says there is more.
-fn page(mut events: Vec<EventView>, limit: u32) -> EventPage {
-    let next = if events.len() > limit as usize {
-        events.truncate(limit as usize);
-        events.last().map(|e| e.id)
-    } else {
-        None
-    };
+/// A page of at most `limit` events, from `limit + 1` read.
+fn page(events: Vec<EventView>, limit: u32) -> EventPage {
+    let (events, next) = cut_page(events, limit, |e| e.id);
     EventPage { events, next }
 }
 

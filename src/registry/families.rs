@@ -6,6 +6,7 @@ use serde::Serialize;
 use sqlx::{PgPool, Postgres, Transaction};
 use utoipa::ToSchema;
 
+use super::views::cut_page;
 use super::RegistryError;
 use crate::domain::{CounterKey, SequenceName, SequenceSpec};
 
@@ -102,11 +103,10 @@ pub async fn create_family(
     )
     .fetch_one(&mut *tx)
     .await
-    .map_err(|err| match &err {
-        sqlx::Error::Database(db) if db.constraint() == Some("families_name_key") => {
+    .map_err(|err| {
+        RegistryError::on_constraint(err, "families_name_key", || {
             RegistryError::NameTaken(name.clone())
-        }
-        _ => RegistryError::from_db(err),
+        })
     })?;
     record_event(&mut tx, id, "family_created", by).await?;
     tx.commit().await.map_err(RegistryError::from_db)?;
@@ -134,7 +134,7 @@ pub async fn list_families(
     after: Option<&SequenceName>,
     limit: u32,
 ) -> Result<FamilyPage, RegistryError> {
-    let mut families: Vec<FamilyView> = sqlx::query_as!(
+    let families: Vec<FamilyView> = sqlx::query_as!(
         FamilyRow,
         r#"SELECT name, start_value, increment, min_value, max_value, capacity AS "capacity!",
                   created_at, retired_at
@@ -148,12 +148,7 @@ pub async fn list_families(
     .into_iter()
     .map(FamilyView::from)
     .collect();
-    let next = if families.len() > limit as usize {
-        families.truncate(limit as usize);
-        families.last().map(|f| f.name.clone())
-    } else {
-        None
-    };
+    let (families, next) = cut_page(families, limit, |f| f.name.clone());
     Ok(FamilyPage { families, next })
 }
 

@@ -9,7 +9,8 @@ use sqlx::{PgPool, Postgres, Transaction};
 
 use super::cache::{announce, ChangeKind};
 use super::views::{
-    fold_rows, stored_format, RangeView, SequencePage, SequenceRecord, SequenceRow, SequenceView,
+    cut_page, fold_rows, stored_format, RangeView, SequencePage, SequenceRecord, SequenceRow,
+    SequenceView,
 };
 use super::RegistryError;
 use crate::carriers::Format;
@@ -85,16 +86,11 @@ pub async fn list_sequences(
     .fetch_all(pool)
     .await
     .map_err(RegistryError::from_db)?;
-    let mut sequences: Vec<SequenceView> = fold_rows(rows)?
+    let sequences: Vec<SequenceView> = fold_rows(rows)?
         .into_iter()
         .map(|record| record.view)
         .collect();
-    let next = if sequences.len() > limit as usize {
-        sequences.truncate(limit as usize);
-        sequences.last().map(|s| s.name.clone())
-    } else {
-        None
-    };
+    let (sequences, next) = cut_page(sequences, limit, |s| s.name.clone());
     Ok(SequencePage { sequences, next })
 }
 
@@ -171,7 +167,7 @@ pub async fn create_sequence(
     .fetch_one(&mut *tx)
     .await
     .map_err(|err| {
-        on_constraint(err, "sequences_name_key", || {
+        RegistryError::on_constraint(err, "sequences_name_key", || {
             RegistryError::NameTaken(new.name.clone())
         })
     })?;
@@ -345,7 +341,7 @@ async fn insert_range(
     .execute(&mut **tx)
     .await
     .map_err(|err| {
-        on_constraint(err, "ranges_no_overlap", || RegistryError::RangeOverlap {
+        RegistryError::on_constraint(err, "ranges_no_overlap", || RegistryError::RangeOverlap {
             namespace: namespace.to_string(),
             min: range.bounds.min(),
             max: range.bounds.max(),
@@ -374,17 +370,4 @@ pub(super) async fn record_event(
     .await
     .map_err(RegistryError::from_db)?;
     Ok(())
-}
-
-/// Turns a violation of the named constraint into `conflict`; anything else stays a
-/// database error.
-fn on_constraint(
-    err: sqlx::Error,
-    constraint: &str,
-    conflict: impl FnOnce() -> RegistryError,
-) -> RegistryError {
-    match &err {
-        sqlx::Error::Database(db) if db.constraint() == Some(constraint) => conflict(),
-        _ => RegistryError::from_db(err),
-    }
 }

@@ -80,11 +80,10 @@ pub async fn create_token(
     )
     .fetch_one(&mut *tx)
     .await
-    .map_err(|err| match &err {
-        sqlx::Error::Database(db) if db.constraint() == Some("tokens_name_key") => {
+    .map_err(|err| {
+        RegistryError::on_constraint(err, "tokens_name_key", || {
             RegistryError::TokenNameTaken(name.to_owned())
-        }
-        _ => RegistryError::from_db(err),
+        })
     })?;
     let detail = format!("{} ({})", token.name, token.scopes.join(", "));
     audit(&mut tx, "token_created", by, &detail).await?;

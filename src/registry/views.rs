@@ -309,3 +309,18 @@ pub(super) fn fold_rows(rows: Vec<SequenceRow>) -> Result<Vec<SequenceRecord>, R
         .collect();
     Ok(finished)
 }
+
+/// A page of at most `limit` items, from `limit + 1` read (the extra one says there is more),
+/// and where the next page starts: `next` of its last item, or none on the last page.
+pub(super) fn cut_page<T, K>(
+    mut items: Vec<T>,
+    limit: u32,
+    next: impl Fn(&T) -> K,
+) -> (Vec<T>, Option<K>) {
+    if items.len() <= limit as usize {
+        return (items, None);
+    }
+    items.truncate(limit as usize);
+    let next = items.last().map(next);
+    (items, next)
+}
