@@ -19,6 +19,9 @@ cargo clippy --locked --workspace --all-targets -- -D warnings
 log "cargo sqlx prepare --check (against a scratch PostgreSQL)"
 scripts/with-scratch-db.sh cargo sqlx prepare --check
 
+log "schema.sql matches the migrations"
+scripts/schema.sh --check
+
 log "tests (every workspace member)"
 # The fault suite runs the client's examples as application processes: built first, as the
 # plain binaries `cargo test` does not make of them.
