@@ -301,7 +301,7 @@ impl Operator {
     async fn last_value(&mut self, range: &Range) -> Option<i64> {
         let db = self.db().await?;
         let row = bounded(db.query_one(
-            "SELECT coalesce(pg_sequence_last_value($1::regclass), $2)",
+            "SELECT coalesce(pg_sequence_last_value($1::text::regclass), $2)",
             &[&range.pg_sequence, &range.start],
         ))
         .await?
@@ -410,7 +410,7 @@ impl Operator {
             let tx = db.transaction().await?;
             let rows = tx
                 .query(
-                    "SELECT nextval($1::regclass) FROM generate_series(1, $2)",
+                    "SELECT nextval($1::text::regclass) FROM generate_series(1, $2)",
                     &[&range.pg_sequence, &count],
                 )
                 .await?;

@@ -53,15 +53,18 @@ pub fn write(
         claims.len(),
         history.retirements.lock().unwrap().len()
     );
-    // Per kind: applied, refused, and one applied example.
+    // Per kind: applied, refused, and the first example (applied if any was).
     let mut by_kind: BTreeMap<&str, (usize, usize, Option<&Fault>)> = BTreeMap::new();
     for fault in faults {
         let entry = by_kind.entry(fault.kind).or_default();
         if fault.applied {
             entry.0 += 1;
-            entry.2.get_or_insert(fault);
+            if entry.2.is_none_or(|f| !f.applied) {
+                entry.2 = Some(fault);
+            }
         } else {
             entry.1 += 1;
+            entry.2.get_or_insert(fault);
         }
     }
     let _ = writeln!(out, "faults injected: {}", faults.len());
