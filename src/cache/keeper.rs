@@ -1,15 +1,14 @@
 //! Keeps this instance's leases honest: renews the ones it still holds, re-reads the policy
 //! of every sequence it caches (in case a notification was missed), and releases leases when
-//! told to. Old lease rows are swept after a day.
+//! told to. Old lease rows are swept after a day. The statements are in
+//! `registry::leases`.
 
-use std::collections::HashSet;
 use std::time::Instant;
-
-use sqlx::PgPool;
 
 use super::reservoir::Closed;
 use super::InstanceCache;
 use crate::domain::CachePolicy;
+use crate::registry;
 
 pub fn spawn(cache: InstanceCache) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
@@ -35,7 +34,7 @@ impl InstanceCache {
         if let Err(err) = self.resync().await {
             tracing::debug!(error = %err, "could not re-read the cache policies");
         }
-        if let Err(err) = sweep(&self.shared.registry).await {
+        if let Err(err) = registry::sweep_leases(&self.shared.registry).await {
             tracing::debug!(error = %err, "could not sweep old leases");
         }
     }
@@ -43,23 +42,17 @@ impl InstanceCache {
     async fn renew(&self) -> Result<(), sqlx::Error> {
         let shared = &self.shared;
         let sent_at = Instant::now();
-        let renewed: HashSet<i64> = sqlx::query_scalar!(
-            "UPDATE seqvend.leases l
-                SET expires_at = now() + make_interval(secs => $2)
-               FROM seqvend.sequences s
-              WHERE l.holder = $1 AND l.released_at IS NULL AND l.expires_at > now()
-                AND s.id = l.sequence_id AND s.status <> 'retired'
-              RETURNING l.id",
-            &*shared.holder_name,
-            shared.settings.instance_lease.as_secs_f64()
+        let renewed = registry::renew_instance_leases(
+            &shared.registry,
+            &shared.holder_name,
+            shared.settings.instance_lease,
         )
-        .fetch_all(&shared.registry)
-        .await?
-        .into_iter()
-        .collect();
+        .await?;
         let trusted_until = sent_at + shared.settings.fenced_lease();
+        let now = Instant::now();
         for reservoir in self.read().values() {
-            reservoir.renewed(&renewed, trusted_until);
+            let dropped = reservoir.renewed(&renewed, trusted_until, now);
+            shared.metrics.cache_discarded.inc_by(dropped);
         }
         Ok(())
     }
@@ -90,52 +83,4 @@ impl InstanceCache {
         }
         Ok(())
     }
-}
-
-pub(super) async fn release_sequence(
-    registry: &PgPool,
-    holder: &str,
-    sequence: &str,
-) -> Result<(), sqlx::Error> {
-    sqlx::query!(
-        "UPDATE seqvend.leases l SET released_at = now()
-           FROM seqvend.sequences s
-          WHERE l.holder = $1 AND l.released_at IS NULL AND s.id = l.sequence_id AND s.name = $2",
-        holder,
-        sequence
-    )
-    .execute(registry)
-    .await?;
-    Ok(())
-}
-
-pub(super) async fn release_lease(registry: &PgPool, lease: i64) -> Result<(), sqlx::Error> {
-    sqlx::query!(
-        "UPDATE seqvend.leases SET released_at = now() WHERE id = $1 AND released_at IS NULL",
-        lease
-    )
-    .execute(registry)
-    .await?;
-    Ok(())
-}
-
-pub(super) async fn release_all(registry: &PgPool, holder: &str) -> Result<(), sqlx::Error> {
-    sqlx::query!(
-        "UPDATE seqvend.leases SET released_at = now() WHERE holder = $1 AND released_at IS NULL",
-        holder
-    )
-    .execute(registry)
-    .await?;
-    Ok(())
-}
-
-/// Lease rows are kept a day after they end, for whoever investigates a gap.
-async fn sweep(registry: &PgPool) -> Result<(), sqlx::Error> {
-    sqlx::query!(
-        "DELETE FROM seqvend.leases
-          WHERE coalesce(released_at, expires_at) < now() - interval '1 day'"
-    )
-    .execute(registry)
-    .await?;
-    Ok(())
 }

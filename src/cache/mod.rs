@@ -25,6 +25,7 @@ use reservoir::{Closed, RefillEnd, Reservoir, Step};
 
 use crate::domain::{CachePolicy, SequenceName, MAX_CACHE_SIZE};
 use crate::metrics::Metrics;
+use crate::registry;
 use crate::settings::CacheSettings;
 use crate::vend::{Holder, Leased, Outcome, VendError, Vender};
 
@@ -135,7 +136,8 @@ impl InstanceCache {
                 .inc_by(reservoir.close(why));
         }
         if let Err(err) =
-            keeper::release_sequence(&self.shared.registry, &self.shared.holder_name, name).await
+            registry::release_sequence_leases(&self.shared.registry, &self.shared.holder_name, name)
+                .await
         {
             tracing::warn!(sequence = name, error = %err, "could not release cached leases; they expire unrenewed");
         }
@@ -164,7 +166,8 @@ impl InstanceCache {
                 .cache_discarded
                 .inc_by(reservoir.close(Closed::Replaced));
         }
-        if let Err(err) = keeper::release_all(&self.shared.registry, &self.shared.holder_name).await
+        if let Err(err) =
+            registry::release_holder_leases(&self.shared.registry, &self.shared.holder_name).await
         {
             tracing::warn!(error = %err, "could not release cached leases at shutdown; they expire unrenewed");
         }
@@ -246,7 +249,7 @@ impl InstanceCache {
         refills.with_label_values(&[label]).inc();
         if let Some(rejected) = rejected {
             shared.metrics.cache_discarded.inc_by(rejected.count);
-            if let Err(err) = keeper::release_lease(&shared.registry, rejected.id).await {
+            if let Err(err) = registry::release_lease(&shared.registry, rejected.id).await {
                 tracing::warn!(sequence = name.as_str(), error = %err, "could not release a lease; it expires unrenewed");
             }
         }

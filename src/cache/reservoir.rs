@@ -186,14 +186,19 @@ impl Reservoir {
         self.lock().rule = rule;
     }
 
-    /// A renewal extended these leases, from a statement sent at `sent_at`.
-    pub fn renewed(&self, leases: &HashSet<i64>, trusted_until: Instant) {
+    /// A renewal extended these leases, from a statement sent before `trusted_until` less the
+    /// fenced lease length. A block whose trust lapsed before `now` is dropped, renewed or not:
+    /// once lapsed, its lease may have expired in the database and a retirement may have
+    /// answered, so nothing revives it. Returns the values dropped.
+    pub fn renewed(&self, leases: &HashSet<i64>, trusted_until: Instant, now: Instant) -> u64 {
         let mut state = self.lock();
+        let dropped = state.drop_expired(now);
         for held in state.blocks.iter_mut() {
             if leases.contains(&held.lease) {
                 held.trusted_until = held.trusted_until.max(trusted_until);
             }
         }
+        dropped
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -308,4 +313,67 @@ fn backoff(failures: u32) -> Duration {
         .saturating_mul(1 << failures.min(16))
         .min(BACKOFF_CAP);
     ceiling.mul_f64(rand::random::<f64>())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RULE: RefillRule = RefillRule {
+        size: 100,
+        buffer_seconds: 0,
+        min: 0,
+    };
+
+    /// A reservoir holding lease 7 (values 1-10), trusted until `trusted_until`.
+    fn holding_lease(now: Instant, trusted_until: Instant) -> Reservoir {
+        let reservoir = Reservoir::new(RULE, now);
+        let lease = Lease {
+            id: 7,
+            blocks: vec![Block::new(1, 10, 1).unwrap()],
+            count: 10,
+            expires_at: chrono::Utc::now(),
+            sent_at: now,
+            clipped: false,
+        };
+        let trust = trusted_until.duration_since(now);
+        assert!(reservoir
+            .end_refill(RefillEnd::Granted { clipped: false }, Some((lease, trust)))
+            .is_none());
+        reservoir
+    }
+
+    fn served(reservoir: &Reservoir, now: Instant) -> Option<Vec<i64>> {
+        match reservoir.take(1, None, now).step {
+            Step::Served(values) => Some(values),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn a_renewal_extends_a_block_still_trusted() {
+        let start = Instant::now();
+        let reservoir = holding_lease(start, start + Duration::from_secs(10));
+        let renewed = HashSet::from([7]);
+        let dropped = reservoir.renewed(&renewed, start + Duration::from_secs(30), start);
+        assert_eq!(dropped, 0);
+        assert_eq!(
+            served(&reservoir, start + Duration::from_secs(20)),
+            Some(vec![1])
+        );
+    }
+
+    #[test]
+    fn a_renewal_never_revives_a_block_whose_trust_lapsed() {
+        let start = Instant::now();
+        let reservoir = holding_lease(start, start + Duration::from_secs(10));
+        // The renewal's answer arrives after the block's trust lapsed: its lease may have
+        // expired in the database and a retirement may have answered meanwhile.
+        let late = start + Duration::from_secs(12);
+        let renewed = HashSet::from([7]);
+        let dropped = reservoir.renewed(&renewed, start + Duration::from_secs(40), late);
+        assert_eq!(dropped, 10);
+        assert_eq!(reservoir.held(), 0);
+        assert_eq!(served(&reservoir, late), None);
+    }
 }

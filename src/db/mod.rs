@@ -4,6 +4,7 @@
 //! under one deadline each (`connect`), and only ever a read-write session.
 
 pub(crate) mod connect;
+mod durable;
 mod pg_error;
 mod registry;
 mod target;
@@ -22,6 +23,7 @@ use sqlx::PgPool;
 use crate::primary::{self, Primary};
 use crate::settings::DatabaseSettings;
 use connect::Connector;
+pub use durable::begin_durable;
 use target::Target;
 use vend_pool::VendManager;
 pub use vend_pool::{discard, VendConnection, VendPool};

@@ -37,15 +37,25 @@ pub async fn keep(pool: &PgPool, snowflake: &Snowflake, settings: &IdSettings) {
     let now_ms = snowflake.clock().now_ms();
     let outcome = match snowflake.lease() {
         Some((worker_id, holder)) => {
-            worker_lease::renew(pool, worker_id.into(), &holder, now_ms, settings.lease).await
+            worker_lease::renew(pool, worker_id.into(), &holder, now_ms, settings.lease)
+                .await
+                .map(|lease| (lease, true))
         }
-        None => worker_lease::take(pool, now_ms, settings.lease).await,
+        None => worker_lease::take(pool, now_ms, settings.lease)
+            .await
+            .map(|lease| (lease, false)),
     };
     match outcome {
-        Ok(lease) => {
-            if snowflake.lease().is_none() {
-                tracing::info!(worker_id = lease.worker_id, "took a worker-id lease");
+        Ok((lease, true)) => {
+            if !snowflake.renewed(&lease, settings.fenced_lease(), sent_at) {
+                tracing::debug!(
+                    worker_id = lease.worker_id,
+                    "a renewal answered after the lease was dropped: not held again"
+                );
             }
+        }
+        Ok((lease, false)) => {
+            tracing::info!(worker_id = lease.worker_id, "took a worker-id lease");
             snowflake.hold(&lease, settings.fenced_lease(), sent_at);
         }
         Err(LeaseError::Lost { worker_id }) => {

@@ -3,6 +3,7 @@
 //! renewals stopped getting through stops issuing on its own, before the database lets
 //! anyone else take its worker id.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -19,6 +20,8 @@ pub struct Snowflake {
     tolerance_ms: i64,
     metrics: Arc<Metrics>,
     held: Mutex<Option<Held>>,
+    /// Set for good by `give_up`: nothing is held again, whatever a late renewal answers.
+    given_up: AtomicBool,
 }
 
 struct Held {
@@ -36,6 +39,7 @@ impl Snowflake {
             tolerance_ms: tolerance.as_millis() as i64,
             metrics,
             held: Mutex::new(None),
+            given_up: AtomicBool::new(false),
         }
     }
 
@@ -54,28 +58,38 @@ impl Snowflake {
             .map(|h| (h.generator.worker_id(), h.holder.clone()))
     }
 
-    /// A lease was taken, or renewed, at `sent_at` (when its statement left; the database
-    /// counted the lease from later than that).
+    /// A lease was taken at `sent_at` (when its statement left; the database counted the
+    /// lease from later than that): issuing starts afresh under it. Refused once given up.
     pub fn hold(&self, lease: &Lease, valid_for: Duration, sent_at: Instant) {
         let mut held = self.held.lock().expect("not poisoned");
-        let valid_until = sent_at + valid_for;
+        if self.given_up.load(Ordering::SeqCst) {
+            return;
+        }
+        *held = Some(Held {
+            generator: Generator::new(
+                self.layout,
+                lease.worker_id,
+                lease.not_before_ms,
+                lease.not_after_ms,
+            ),
+            holder: lease.holder.clone(),
+            valid_until: sent_at + valid_for,
+        });
+    }
+
+    /// A renewal sent at `sent_at` extended `lease`. Only the lease still held is extended:
+    /// a renewal answering after the lease was dropped or given up must not start a new
+    /// generator, which would stamp again the milliseconds the old one used. Returns whether
+    /// it extended anything.
+    pub fn renewed(&self, lease: &Lease, valid_for: Duration, sent_at: Instant) -> bool {
+        let mut held = self.held.lock().expect("not poisoned");
         match held.as_mut() {
             Some(h) if h.generator.worker_id() == lease.worker_id && h.holder == lease.holder => {
                 h.generator.extend(lease.not_after_ms);
-                h.valid_until = valid_until;
+                h.valid_until = sent_at + valid_for;
+                true
             }
-            _ => {
-                *held = Some(Held {
-                    generator: Generator::new(
-                        self.layout,
-                        lease.worker_id,
-                        lease.not_before_ms,
-                        lease.not_after_ms,
-                    ),
-                    holder: lease.holder.clone(),
-                    valid_until,
-                })
-            }
+            _ => false,
         }
     }
 
@@ -87,7 +101,9 @@ impl Snowflake {
     /// Stops issuing for good (the instance is stopping): returns the worker id, the holder
     /// token and the last millisecond stamped, so the lease can be handed back.
     pub fn give_up(&self) -> Option<(u32, String, i64)> {
-        let held = self.held.lock().expect("not poisoned").take()?;
+        let mut held = self.held.lock().expect("not poisoned");
+        self.given_up.store(true, Ordering::SeqCst);
+        let held = held.take()?;
         Some((
             held.generator.worker_id(),
             held.holder,
@@ -135,5 +151,48 @@ impl Snowflake {
             .with_label_values(&["snowflake"])
             .inc_by(count as u64);
         Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lease(holder: &str) -> Lease {
+        Lease {
+            worker_id: 3,
+            holder: holder.to_owned(),
+            expires_at: chrono::Utc::now(),
+            not_before_ms: 0,
+            not_after_ms: i64::MAX / 4,
+        }
+    }
+
+    fn snowflake() -> Snowflake {
+        let metrics = Arc::new(Metrics::new());
+        Snowflake::new(Layout::DEFAULT, Clock::system(), Duration::ZERO, metrics)
+    }
+
+    #[tokio::test]
+    async fn a_renewal_answering_after_the_lease_was_given_up_issues_nothing() {
+        let snowflake = snowflake();
+        let valid = Duration::from_secs(30);
+        snowflake.hold(&lease("a"), valid, Instant::now());
+        snowflake.issue(3).await.unwrap();
+        assert!(snowflake.give_up().is_some());
+        assert!(!snowflake.renewed(&lease("a"), valid, Instant::now()));
+        snowflake.hold(&lease("b"), valid, Instant::now());
+        assert!(matches!(snowflake.issue(1).await, Err(IdError::NoWorkerId)));
+    }
+
+    #[tokio::test]
+    async fn a_renewal_extends_only_the_lease_still_held() {
+        let snowflake = snowflake();
+        let valid = Duration::from_secs(30);
+        assert!(!snowflake.renewed(&lease("a"), valid, Instant::now()));
+        snowflake.hold(&lease("a"), valid, Instant::now());
+        assert!(!snowflake.renewed(&lease("b"), valid, Instant::now()));
+        assert!(snowflake.renewed(&lease("a"), valid, Instant::now()));
+        snowflake.issue(1).await.unwrap();
     }
 }

@@ -2,7 +2,8 @@
 //!
 //! Why no id repeats: a holder stamps at most `not_after_ms`, which it raises (to its clock
 //! plus the lease length) in the same statement that renews the lease, committed durably
-//! (`synchronous_commit = on`) before it stamps anything under the new bound. A new holder
+//! (`synchronous_commit = on`, set by each transaction here: see `begin_durable`) before it
+//! stamps anything under the new bound. A new holder
 //! starts at `not_after_ms + 1`, whatever its own clock says, and takes the id with one
 //! `UPDATE` over a row locked `FOR UPDATE SKIP LOCKED`, re-checked as expired once locked,
 //! so one id never goes to two holders.
@@ -14,6 +15,7 @@ use sqlx::PgPool;
 
 use super::error::LeaseError;
 use super::layout::Layout;
+use crate::db::begin_durable;
 
 #[derive(Debug, Clone)]
 pub struct Lease {
@@ -51,7 +53,7 @@ impl From<LeaseRow> for Lease {
 /// Stores `layout` if none is stored yet (and creates its worker ids); refuses a different one.
 pub async fn fix_layout(pool: &PgPool, layout: Layout) -> Result<(), LeaseError> {
     let (t, w, s) = layout.bits();
-    let mut tx = pool.begin().await.map_err(LeaseError::from_db)?;
+    let mut tx = begin_durable(pool).await.map_err(LeaseError::from_db)?;
     // Instances starting together: the second insert waits for the first's commit, then
     // inserts nothing, and the select reads what the first stored.
     sqlx::query!(
@@ -98,7 +100,8 @@ pub async fn fix_layout(pool: &PgPool, layout: Layout) -> Result<(), LeaseError>
 /// Takes a free or expired worker id for `length`, for a holder whose clock reads `now_ms`.
 pub async fn take(pool: &PgPool, now_ms: i64, length: Duration) -> Result<Lease, LeaseError> {
     let holder = uuid::Uuid::new_v4().to_string();
-    sqlx::query_as!(
+    let mut tx = begin_durable(pool).await.map_err(LeaseError::from_db)?;
+    let taken = sqlx::query_as!(
         LeaseRow,
         r#"UPDATE seqvend.worker_ids w
               SET holder = $1, leased_at = now(),
@@ -114,11 +117,11 @@ pub async fn take(pool: &PgPool, now_ms: i64, length: Duration) -> Result<Lease,
         length.as_millis() as i64,
         now_ms
     )
-    .fetch_optional(pool)
+    .fetch_optional(&mut *tx)
     .await
-    .map_err(LeaseError::from_db)?
-    .map(Lease::from)
-    .ok_or(LeaseError::NoneFree)
+    .map_err(LeaseError::from_db)?;
+    tx.commit().await.map_err(LeaseError::from_db)?;
+    taken.map(Lease::from).ok_or(LeaseError::NoneFree)
 }
 
 /// Extends `holder`'s lease of `worker_id` by `length` and raises its bound to `now_ms +
@@ -130,7 +133,8 @@ pub async fn renew(
     now_ms: i64,
     length: Duration,
 ) -> Result<Lease, LeaseError> {
-    sqlx::query_as!(
+    let mut tx = begin_durable(pool).await.map_err(LeaseError::from_db)?;
+    let renewed = sqlx::query_as!(
         LeaseRow,
         r#"UPDATE seqvend.worker_ids
               SET expires_at = now() + make_interval(secs => $3::bigint / 1000.0),
@@ -142,11 +146,13 @@ pub async fn renew(
         length.as_millis() as i64,
         now_ms
     )
-    .fetch_optional(pool)
+    .fetch_optional(&mut *tx)
     .await
-    .map_err(LeaseError::from_db)?
-    .map(Lease::from)
-    .ok_or(LeaseError::Lost { worker_id })
+    .map_err(LeaseError::from_db)?;
+    tx.commit().await.map_err(LeaseError::from_db)?;
+    renewed
+        .map(Lease::from)
+        .ok_or(LeaseError::Lost { worker_id })
 }
 
 /// Hands `holder`'s lease of `worker_id` back when it will stamp nothing more: the id is free
@@ -158,6 +164,7 @@ pub async fn release(
     holder: &str,
     last_ms: i64,
 ) -> Result<(), LeaseError> {
+    let mut tx = begin_durable(pool).await.map_err(LeaseError::from_db)?;
     sqlx::query!(
         "UPDATE seqvend.worker_ids
             SET expires_at = now(), not_after_ms = GREATEST(not_before_ms - 1, $3)
@@ -166,8 +173,8 @@ pub async fn release(
         holder,
         last_ms
     )
-    .execute(pool)
+    .execute(&mut *tx)
     .await
     .map_err(LeaseError::from_db)?;
-    Ok(())
+    tx.commit().await.map_err(LeaseError::from_db)
 }

@@ -11,6 +11,7 @@ mod events;
 mod families;
 mod formats;
 mod idempotency;
+mod leases;
 mod queries;
 mod tokens;
 mod usage;
@@ -28,6 +29,10 @@ pub use families::{
 };
 pub use formats::{catalog_entry, issued, Issued};
 pub use idempotency::purge_answers;
+pub use leases::{
+    release_holder_leases, release_lease, release_sequence_leases, renew_instance_leases,
+    sweep_leases,
+};
 pub use queries::{
     add_range, create_sequence, get_sequence, list_sequences, live_sequences, retire_sequence,
     NewSequence,

@@ -19,6 +19,7 @@ mod helpers;
 mod idempotency;
 mod ids;
 mod leases;
+mod leases_never_twice;
 mod names;
 mod observability;
 mod outage;
