@@ -148,3 +148,22 @@ async fn authenticate(req: &HttpRequest) -> Result<Arc<Principal>, ApiError> {
         .expect("the token store is registered as app data");
     store.authenticate(id, secret).await
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_run_time_token_shares_an_owner_with_a_bootstrap_token_or_the_anonymous_caller() {
+        // Run-time names never hold a `:` (nor start with `bootstrap-`); the others' owners do.
+        let tokens = Tokens::new("admin-secret", "vend-secret", false);
+        let bootstrap = tokens.principal_of(b"admin-secret").unwrap();
+        let anonymous = Tokens::disabled_auth().anonymous();
+        for taken in [bootstrap.name(), "anonymous"] {
+            let run_time = Principal::scoped(taken.to_owned(), vec!["vend:*".to_owned()]);
+            assert_ne!(run_time.owner(), bootstrap.owner());
+            assert_ne!(run_time.owner(), anonymous.owner());
+        }
+        assert!(bootstrap.owner().contains(':') && anonymous.owner().contains(':'));
+    }
+}
