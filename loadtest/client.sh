@@ -2,7 +2,7 @@
 # seqvend-client's warm-cache throughput against a running seqvend: the client_bench example
 # for 1, 2 and 8 threads, one line of figures each (ids/s per thread, hit rate, waits,
 # service calls, duplicates) and the per-id latency percentiles.
-#   SEQVEND_URL=http://127.0.0.1:8080 SEQVEND_TOKEN=<vend token> \
+#   SEQVEND_URL=http://127.0.0.1:8080 SEQVEND_TOKEN=<lease token> \
 #   SEQVEND_ADMIN_TOKEN=<admin token> loadtest/client.sh
 # With SEQVEND_ADMIN_TOKEN, a fresh sequence is created; without it, SEQUENCE must exist.
 # WARM values (default 20,000,000) are leased before each run's clock starts, and a run ends
@@ -13,7 +13,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/../scripts/common.sh"
 cd "$(repo_root)"
 
 : "${SEQVEND_URL:?set SEQVEND_URL to a running seqvend}"
-: "${SEQVEND_TOKEN:?set SEQVEND_TOKEN to a vend token}"
+: "${SEQVEND_TOKEN:?set SEQVEND_TOKEN to a token with a lease scope (a bootstrap vend token has lease:*)}"
 RUN_SECONDS=${RUN_SECONDS:-3}
 WARM=${WARM:-20000000}
 RATE=${RATE:-0}

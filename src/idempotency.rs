@@ -13,7 +13,7 @@ use sqlx::PgPool;
 /// Longest key accepted, in characters.
 pub const MAX_KEY_LEN: usize = 255;
 
-/// A keyed request: whose key (the token's name), the key, and what was asked, so that the
+/// A keyed request: whose key (the token's identity, `Caller::owner`), the key, and what was asked, so that the
 /// same key sent with another request is told apart.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IdempotencyKey {

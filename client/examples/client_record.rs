@@ -4,7 +4,7 @@
 //! (the service down with the cache empty, the sequence retired, …) are counted, not fatal:
 //! the process keeps asking, as an application would.
 //!
-//! Environment: SEQVEND_URL, SEQVEND_TOKEN (a vend token), SEQUENCE, OUT, RATE.
+//! Environment: SEQVEND_URL, SEQVEND_TOKEN (a token with a `lease` scope, e.g. a bootstrap vend token), SEQUENCE, OUT, RATE.
 
 use std::io::Write;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

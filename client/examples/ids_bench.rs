@@ -2,7 +2,7 @@
 //! calling `next` (or `next_n(BATCH)` when BATCH > 1), beside the layout's limit of 4,096 ids
 //! per millisecond per worker id; then UUIDv7s and HLC timestamps per second on one thread.
 //!
-//! Environment: SEQVEND_URL, SEQVEND_TOKEN (a vend token), THREADS (1), SECONDS (3),
+//! Environment: SEQVEND_URL, SEQVEND_TOKEN (a token with a `lease` scope, e.g. a bootstrap vend token), THREADS (1), SECONDS (3),
 //! BATCH (1). Every id is kept, then checked: unique across threads, increasing per thread.
 //!
 //! The last line printed is

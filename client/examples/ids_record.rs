@@ -4,7 +4,7 @@
 //! per id, `<unix ms> <id>`, to OUT, until SIGTERM. Errors (the lease lapsed while the service
 //! is away, no worker id, the clock) are counted, not fatal: the process keeps asking.
 //!
-//! Environment: SEQVEND_URL, SEQVEND_TOKEN (a vend token), OUT, RATE.
+//! Environment: SEQVEND_URL, SEQVEND_TOKEN (a token with a `lease` scope, e.g. a bootstrap vend token), OUT, RATE.
 
 use std::io::Write;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

@@ -6,13 +6,18 @@
 //! would be handed out after it was counted as discarded. The swap returns exactly how many
 //! values were taken before it, so what was used and what was discarded add up.
 //!
+//! A take first reads the clock: past `last_take` (the lease's fenced deadline less the
+//! expiry margin) it claims nothing, whether or not the ticker has closed the block yet. The
+//! ticker runs on the application's runtime, which a hot loop can starve; the take cannot be
+//! starved. An `Instant` read is a vDSO call of some 20 ns on Linux, the price of the promise.
+//!
 //! The value at an index is computed here rather than with `Block::value_at`, which
 //! recomputes the block's length with an i128 division on every call: twice the cost of
 //! everything else on the fast path. The index is checked against the length computed once.
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use seqvend_blocks::Block;
 
@@ -28,16 +33,20 @@ pub(crate) struct ActiveBlock {
     taken: AtomicU64,
     /// After this, no value of the block may be handed out.
     deadline: Instant,
+    /// The last instant a take may claim a value: `deadline` less the expiry margin.
+    last_take: Instant,
 }
 
 impl ActiveBlock {
-    pub fn new(block: Block, deadline: Instant) -> Self {
+    /// A block whose values may be taken until `margin` before `deadline`.
+    pub fn new(block: Block, deadline: Instant, margin: Duration) -> Self {
         Self {
             first: block.first(),
             increment: block.increment(),
             len: block.len().min(CLOSED),
             taken: AtomicU64::new(0),
             deadline,
+            last_take: deadline.checked_sub(margin).unwrap_or(deadline),
         }
     }
 
@@ -49,12 +58,17 @@ impl ActiveBlock {
             len: 0,
             taken: AtomicU64::new(0),
             deadline: now,
+            last_take: now,
         }
     }
 
-    /// Claims up to `count` indices; the range is empty when the block is spent or closed.
+    /// Claims up to `count` indices at `now`; the range is empty when the block is spent,
+    /// closed, or past its last take.
     #[inline]
-    pub fn take(&self, count: u64) -> Range<u64> {
+    pub fn take(&self, count: u64, now: Instant) -> Range<u64> {
+        if now > self.last_take {
+            return 0..0;
+        }
         let start = self.taken.fetch_add(count, Ordering::Relaxed);
         start.min(self.len)..start.saturating_add(count).min(self.len)
     }
@@ -70,6 +84,11 @@ impl ActiveBlock {
 
     pub fn deadline(&self) -> Instant {
         self.deadline
+    }
+
+    /// Whether takes at `now` are past the block's last take.
+    pub fn past_last_take(&self, now: Instant) -> bool {
+        now > self.last_take
     }
 
     /// Values still to take: 0 once spent or closed.
@@ -107,17 +126,24 @@ impl ActiveBlock {
 mod tests {
     use super::*;
 
+    const MARGIN: Duration = Duration::from_millis(200);
+
     fn active(first: i64, last: i64) -> ActiveBlock {
-        ActiveBlock::new(Block::new(first, last, 1).unwrap(), Instant::now())
+        let deadline = Instant::now() + Duration::from_secs(60);
+        ActiveBlock::new(Block::new(first, last, 1).unwrap(), deadline, MARGIN)
+    }
+
+    fn take(block: &ActiveBlock, count: u64) -> Range<u64> {
+        block.take(count, Instant::now())
     }
 
     #[test]
     fn takes_claim_disjoint_indices_until_the_block_is_spent() {
         let block = active(10, 14);
-        assert_eq!(block.take(2), 0..2);
-        assert_eq!(block.take(1), 2..3);
-        assert_eq!(block.take(5), 3..5);
-        assert_eq!(block.take(1), 5..5);
+        assert_eq!(take(&block, 2), 0..2);
+        assert_eq!(take(&block, 1), 2..3);
+        assert_eq!(take(&block, 5), 3..5);
+        assert_eq!(take(&block, 1), 5..5);
         assert_eq!(block.value(4), 14);
         assert_eq!(block.remaining(), 0);
     }
@@ -125,18 +151,18 @@ mod tests {
     #[test]
     fn closing_counts_used_and_unused_once_and_ends_every_take() {
         let block = active(1, 10);
-        block.take(3);
+        take(&block, 3);
         assert_eq!(block.close(), Some((3, 7)));
         assert_eq!(block.close(), None);
-        assert!(block.take(1).is_empty());
+        assert!(take(&block, 1).is_empty());
         assert_eq!((block.remaining(), block.used_while_open()), (0, 0));
     }
 
     #[test]
     fn an_overshooting_take_counts_only_the_values_that_exist() {
         let block = active(1, 4);
-        assert_eq!(block.take(10), 0..4);
-        assert!(block.take(1).is_empty());
+        assert_eq!(take(&block, 10), 0..4);
+        assert!(take(&block, 1).is_empty());
         assert_eq!(block.used_while_open(), 4);
         assert_eq!(block.close(), Some((4, 0)));
     }
@@ -150,8 +176,8 @@ mod tests {
             Block::new(9, 9, -3).unwrap(),
         ];
         for block in blocks {
-            let active = ActiveBlock::new(block, Instant::now());
-            let claimed = active.take(u64::from(u32::MAX));
+            let active = ActiveBlock::new(block, Instant::now() + MARGIN * 2, MARGIN);
+            let claimed = take(&active, u64::from(u32::MAX));
             assert_eq!(claimed.end, block.len());
             for index in claimed {
                 assert_eq!(Some(active.value(index)), block.value_at(index));
@@ -162,7 +188,20 @@ mod tests {
     #[test]
     fn the_empty_block_gives_nothing() {
         let block = ActiveBlock::empty(Instant::now());
-        assert!(block.take(1).is_empty());
+        assert!(take(&block, 1).is_empty());
         assert_eq!(block.close(), Some((0, 0)));
+    }
+
+    #[test]
+    fn nothing_is_taken_past_the_deadline_less_the_margin_even_from_an_open_block() {
+        let now = Instant::now();
+        let block = ActiveBlock::new(Block::new(1, 10, 1).unwrap(), now + MARGIN * 2, MARGIN);
+        assert_eq!(block.take(1, now + MARGIN), 0..1, "at the last take");
+        assert!(block
+            .take(1, now + MARGIN + Duration::from_nanos(1))
+            .is_empty());
+        assert!(block.past_last_take(now + MARGIN * 2));
+        assert_eq!(block.remaining(), 9, "refused takes claim nothing");
+        assert_eq!(block.close(), Some((1, 9)));
     }
 }

@@ -44,29 +44,31 @@ impl BlockCache {
         }
     }
 
-    /// The fast path: one value from the active block, or `None` if it is spent.
+    /// The fast path: one value from the active block, or `None` if it is spent or `now` is
+    /// past its deadline less the margin.
     #[inline]
-    pub fn take_one(&self) -> Option<i64> {
+    pub fn take_one(&self, now: Instant) -> Option<i64> {
         let active = self.active.load();
-        let index = active.take(1).next()?;
+        let index = active.take(1, now).next()?;
         Some(active.value(index))
     }
 
     /// Up to `count` values from the active block, appended to `out`; how many.
-    pub fn take_into(&self, count: u64, out: &mut Vec<i64>) -> u64 {
+    pub fn take_into(&self, count: u64, out: &mut Vec<i64>, now: Instant) -> u64 {
         let active = self.active.load();
-        let claimed = active.take(count);
+        let claimed = active.take(count, now);
         let taken = claimed.end - claimed.start;
         out.extend(claimed.map(|index| active.value(index)));
         taken
     }
 
-    /// The slow path, once the active block is spent: makes the next queued block active,
-    /// skipping those whose deadline is within `margin`. False when nothing is left.
+    /// The slow path, once the active block is spent or past its last take: makes the next
+    /// queued block active, skipping those whose deadline is within `margin`. False when
+    /// nothing is left.
     pub fn advance(&self, now: Instant, margin: Duration) -> bool {
         let mut queue = self.lock();
         let current = self.active.load();
-        if current.remaining() > 0 {
+        if current.remaining() > 0 && !current.past_last_take(now) {
             return true; // another caller advanced already
         }
         if let Some((used, unused)) = current.close() {
@@ -75,7 +77,7 @@ impl BlockCache {
         }
         while let Some(next) = queue.blocks.pop_front() {
             if next.deadline > now + margin {
-                let active = ActiveBlock::new(next.block, next.deadline);
+                let active = ActiveBlock::new(next.block, next.deadline, margin);
                 self.active.store(Arc::new(active));
                 return true;
             }
@@ -168,7 +170,7 @@ mod tests {
     fn drain(cache: &BlockCache, now: Instant) -> Vec<i64> {
         let mut values = Vec::new();
         loop {
-            match cache.take_one() {
+            match cache.take_one(now) {
                 Some(value) => values.push(value),
                 None if cache.advance(now, MARGIN) => {}
                 None => return values,
@@ -181,7 +183,7 @@ mod tests {
         let now = Instant::now();
         let later = now + Duration::from_secs(60);
         let cache = BlockCache::new(now);
-        assert_eq!(cache.take_one(), None);
+        assert_eq!(cache.take_one(now), None);
         cache.push(&[block(1, 3), block(100, 101)], later);
         cache.push(&[block(7, 8)], later);
         assert_eq!(drain(&cache, now), [1, 2, 3, 100, 101, 7, 8]);
@@ -196,12 +198,12 @@ mod tests {
         let mut values = Vec::new();
         while values.len() < 5 {
             let wanted = 5 - values.len() as u64;
-            if cache.take_into(wanted, &mut values) < wanted {
+            if cache.take_into(wanted, &mut values, now) < wanted {
                 assert!(cache.advance(now, MARGIN));
             }
         }
         assert_eq!(values, [1, 2, 3, 10, 11]);
-        assert_eq!(cache.take_one(), Some(12));
+        assert_eq!(cache.take_one(now), Some(12));
     }
 
     #[test]
@@ -232,12 +234,13 @@ mod tests {
         cache.push(&[block(1, 10)], now + Duration::from_millis(150));
         cache.push(&[block(11, 20)], now + Duration::from_millis(190));
         cache.push(&[block(21, 30)], now + Duration::from_secs(60));
-        assert!(cache.advance(now - Duration::from_secs(1), MARGIN));
-        assert_eq!(cache.take_one(), Some(1));
+        let earlier = now - Duration::from_secs(1);
+        assert!(cache.advance(earlier, MARGIN));
+        assert_eq!(cache.take_one(earlier), Some(1));
 
         assert_eq!(cache.expire(now, MARGIN), 9 + 10);
         assert_eq!(
-            cache.take_one(),
+            cache.take_one(earlier),
             None,
             "the closed block gives nothing more"
         );
@@ -257,6 +260,20 @@ mod tests {
     }
 
     #[test]
+    fn a_block_past_its_last_take_is_closed_by_the_next_advance_not_only_by_the_ticker() {
+        let now = Instant::now();
+        let cache = BlockCache::new(now);
+        cache.push(&[block(1, 10)], now + Duration::from_millis(300));
+        cache.push(&[block(11, 12)], now + Duration::from_secs(60));
+        assert!(cache.advance(now, MARGIN));
+        assert_eq!(cache.take_one(now), Some(1));
+        let late = now + Duration::from_millis(150);
+        assert_eq!(cache.take_one(late), None, "past deadline less margin");
+        assert_eq!(drain(&cache, late), [11, 12]);
+        assert_eq!((cache.taken(), cache.expired()), (3, 9));
+    }
+
+    #[test]
     fn blocks_ending_within_the_horizon_are_not_counted_as_held() {
         let now = Instant::now();
         let cache = BlockCache::new(now);
@@ -270,7 +287,7 @@ mod tests {
             150,
             "the active block counts"
         );
-        assert_eq!(cache.take_one(), Some(1));
+        assert_eq!(cache.take_one(now), Some(1));
         assert_eq!(cache.held(now, Duration::ZERO), 149);
     }
 }

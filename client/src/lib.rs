@@ -23,16 +23,18 @@
 //!   are queued in lease order (one lease in flight per sequence), and within a block each
 //!   taker claims the next index; a value taken after another is later in vend order.
 //! - **Expiry honoured**: no value is handed out after its lease's deadline, counted on the
-//!   monotonic clock from the moment *before* the lease request left (`sent + ttl_seconds`:
-//!   the request's own time and the two machines' clocks only shorten it). The fast path
-//!   reads no clock: a ticker (every 100 ms) closes blocks two ticks before their deadline
-//!   and counts their unused values as discarded, and the slow path skips queued blocks
-//!   that are due. The ticker runs on the client's runtime: a runtime kept from running it
-//!   for longer than the margin delays the close (`expiry_margin` widens it).
-//! - **A few atomic operations per value**: the fast path loads the active block
-//!   (`ArcSwap`), claims an index with one `fetch_add` on that block's own counter, and
-//!   computes the value. No lock, no allocation, no system call, no metrics counter: how
-//!   many values were taken is read from the blocks themselves.
+//!   monotonic clock from the moment *before* the lease request left, fenced a tenth short of
+//!   the ttl as the instance cache is (`sent + 0.9 × ttl_seconds`: for seqvend's clock and
+//!   ours running at slightly other rates), less `expiry_margin`. Every take checks it: a
+//!   runtime starved by a hot `try_next` loop, whose ticker never runs, still gets no value
+//!   past it. The ticker (every 100 ms) closes blocks two ticks before their deadline and
+//!   counts their unused values as discarded; a take past the deadline closes the block
+//!   itself when the ticker has not.
+//! - **A few atomic operations per value**: the fast path reads the monotonic clock
+//!   (`Instant::now`, a vDSO call on Linux), loads the active block (`ArcSwap`), claims an
+//!   index with one `fetch_add` on that block's own counter, and computes the value. No
+//!   lock, no allocation, no metrics counter: how many values were taken is read from the
+//!   blocks themselves.
 //! - **Retirement** reaches a client at its next lease (410): values it leased before the
 //!   retirement were vended before it, and are still handed out until they run out or expire.
 //!

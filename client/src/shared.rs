@@ -22,6 +22,13 @@ pub(crate) enum Status {
     Failed { error: Error, at: Instant },
 }
 
+/// How long a lease is trusted from the moment its request left: a tenth short of its ttl,
+/// for seqvend's clock and ours running at slightly other rates (the instance cache keeps the
+/// same fence). The expiry margin comes off this too, for the ticker's and the takers' delay.
+pub(crate) fn fenced(ttl: Duration) -> Duration {
+    ttl - ttl / 10
+}
+
 #[derive(Debug)]
 pub(crate) struct Shared {
     pub name: Arc<str>,
@@ -58,17 +65,17 @@ impl Shared {
     /// The fast path, then the slow one; never waits.
     #[inline]
     pub fn try_next(&self) -> Result<i64, Error> {
-        match self.cache.take_one() {
+        let now = Instant::now();
+        match self.cache.take_one(now) {
             Some(value) => Ok(value),
-            None => self.try_next_slow(),
+            None => self.try_next_slow(now),
         }
     }
 
     #[cold]
-    fn try_next_slow(&self) -> Result<i64, Error> {
-        let now = Instant::now();
+    fn try_next_slow(&self, now: Instant) -> Result<i64, Error> {
         while self.cache.advance(now, self.options.expiry_margin) {
-            if let Some(value) = self.cache.take_one() {
+            if let Some(value) = self.cache.take_one(now) {
                 return Ok(value);
             }
         }
@@ -123,7 +130,7 @@ impl Shared {
             if missing == 0 {
                 return true;
             }
-            if self.cache.take_into(missing, out) < missing
+            if self.cache.take_into(missing, out, now) < missing
                 && !self.cache.advance(now, self.options.expiry_margin)
             {
                 return false;
@@ -208,9 +215,10 @@ impl Shared {
         }
     }
 
-    /// Queues a lease's values (usable until `sent + ttl`), then tells the waiters.
+    /// Queues a lease's values (usable until `sent` plus the fenced ttl), then tells the
+    /// waiters.
     pub fn accept(&self, lease: Lease, sent: Instant) {
-        self.cache.push(&lease.blocks, sent + lease.ttl);
+        self.cache.push(&lease.blocks, sent + fenced(lease.ttl));
         self.planner().learn(lease.cache, lease.ttl);
         Counters::bump(&self.counters.refills, 1);
         self.status.send_replace(Status::Fine);

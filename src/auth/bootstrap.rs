@@ -1,11 +1,17 @@
 //! The bootstrap tokens, configured in the environment: admin tokens may do everything,
-//! vend tokens may vend and read every sequence. They are compared in constant time and never
-//! logged (`Debug` hides them); they are named `bootstrap-admin-<n>` and `bootstrap-vend-<n>`
-//! (their place in the list) wherever a token name is shown.
+//! vend tokens may vend, lease and read every sequence. They are compared in constant time and
+//! never logged (`Debug` hides them).
+//!
+//! A token is known by a fingerprint of its secret, never by its place in the list: in a
+//! rotation (`old,new` on one instance, `new` on another) each secret must be the same caller
+//! on every instance, and two secrets never one. It is named `bootstrap-admin-<8 hex>` or
+//! `bootstrap-vend-<8 hex>` wherever a token name is shown (logs, the audit trail), and owns
+//! its idempotency keys as `bootstrap:<32 hex>` — a `:` no run-time token name holds.
 
 use std::fmt;
 use std::sync::Arc;
 
+use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use super::Principal;
@@ -47,10 +53,18 @@ impl Tokens {
                 .collect()
         };
         let (admin, vend): (Vec<Vec<u8>>, Vec<Vec<u8>>) = (split(admin), split(vend));
-        let principals = (0..admin.len())
-            .map(|i| (Role::Admin, i))
-            .chain((0..vend.len()).map(|i| (Role::Vend, i)))
-            .map(|(role, i)| Arc::new(Principal::bootstrap(role, name(role, i))))
+        let principals = admin
+            .iter()
+            .map(|secret| (Role::Admin, secret))
+            .chain(vend.iter().map(|secret| (Role::Vend, secret)))
+            .map(|(role, secret)| {
+                let fingerprint = Fingerprint::of(secret);
+                Arc::new(Principal::bootstrap(
+                    role,
+                    fingerprint.name(role),
+                    fingerprint.owner(),
+                ))
+            })
             .collect();
         Self {
             admin,
@@ -97,8 +111,9 @@ impl Tokens {
 
     /// The role a presented token grants and its name.
     pub fn role_of(&self, presented: &[u8]) -> Option<(Role, String)> {
-        self.matched(presented)
-            .map(|(role, i)| (role, name(role, i)))
+        let principal = self.principal_of(presented)?;
+        let (role, _) = self.matched(presented)?;
+        Some((role, principal.name().to_owned()))
     }
 
     /// The role a presented token grants and its place in its list. Every configured token
@@ -122,11 +137,34 @@ impl Tokens {
     }
 }
 
-/// A bootstrap token's name: its list and its place there, from 1.
-fn name(role: Role, i: usize) -> String {
-    match role {
-        Role::Admin => format!("bootstrap-admin-{}", i + 1),
-        Role::Vend => format!("bootstrap-vend-{}", i + 1),
+/// What tells one bootstrap secret from another without showing it: SHA-256 of the secret
+/// under a label of its own (so it matches no other hash of the same string). With a secret of
+/// 128 random bits or more nothing can be learnt from it; a guessable secret could be confirmed
+/// from it as from any hash, which is why the README asks for long random tokens.
+struct Fingerprint([u8; 32]);
+
+impl Fingerprint {
+    const LABEL: &'static [u8] = b"seqvend bootstrap token\0";
+
+    fn of(secret: &[u8]) -> Self {
+        let mut hash = Sha256::new();
+        hash.update(Self::LABEL);
+        hash.update(secret);
+        Self(hash.finalize().into())
+    }
+
+    /// Shown in logs and the audit trail: short, and the same on every instance.
+    fn name(&self, role: Role) -> String {
+        let short = hex::encode(&self.0[..4]);
+        match role {
+            Role::Admin => format!("bootstrap-admin-{short}"),
+            Role::Vend => format!("bootstrap-vend-{short}"),
+        }
+    }
+
+    /// Owns the token's idempotency keys: 128 bits, so no two secrets ever share one.
+    fn owner(&self) -> String {
+        format!("bootstrap:{}", hex::encode(&self.0[..16]))
     }
 }
 
@@ -137,16 +175,39 @@ mod tests {
     #[test]
     fn each_list_grants_its_role() {
         let tokens = Tokens::new("a1, a2", "v1", false);
-        assert_eq!(
-            tokens.role_of(b"a2"),
-            Some((Role::Admin, "bootstrap-admin-2".to_owned()))
-        );
-        assert_eq!(
-            tokens.role_of(b"v1"),
-            Some((Role::Vend, "bootstrap-vend-1".to_owned()))
-        );
+        let (role, name) = tokens.role_of(b"a2").unwrap();
+        assert_eq!(role, Role::Admin);
+        assert!(name.starts_with("bootstrap-admin-"), "{name}");
+        let (role, name) = tokens.role_of(b"v1").unwrap();
+        assert_eq!(role, Role::Vend);
+        assert!(name.starts_with("bootstrap-vend-"), "{name}");
         assert_eq!(tokens.role_of(b"v"), None);
         assert_eq!(tokens.role_of(b""), None);
+    }
+
+    #[test]
+    fn a_secret_is_the_same_caller_wherever_it_stands_in_the_list() {
+        let rotating = Tokens::new("", "old-secret,new-secret", false);
+        let rotated = Tokens::new("", "new-secret", false);
+        let on_rotating = rotating.principal_of(b"new-secret").unwrap();
+        let on_rotated = rotated.principal_of(b"new-secret").unwrap();
+        assert_eq!(on_rotating.name(), on_rotated.name());
+        assert_eq!(on_rotating.owner(), on_rotated.owner());
+        let old = rotating.principal_of(b"old-secret").unwrap();
+        assert_ne!(old.name(), on_rotated.name());
+        assert_ne!(old.owner(), on_rotated.owner());
+    }
+
+    #[test]
+    fn names_and_owners_never_show_the_secret() {
+        let tokens = Tokens::new("secret-admin", "secret-vend", false);
+        for presented in [&b"secret-admin"[..], b"secret-vend"] {
+            let principal = tokens.principal_of(presented).unwrap();
+            for shown in [principal.name(), principal.owner()] {
+                assert!(!shown.contains("secret"), "{shown}");
+            }
+            assert!(principal.owner().starts_with("bootstrap:"));
+        }
     }
 
     #[test]

@@ -30,36 +30,48 @@ use crate::handlers::error::ApiError;
 #[derive(Debug)]
 pub struct Principal {
     name: String,
+    /// Who owns the caller's idempotency keys: one identity per secret, the same on every
+    /// instance, and never another caller's (see `owner`).
+    owner: String,
     scopes: Vec<Scope>,
 }
 
 impl Principal {
-    fn bootstrap(role: Role, name: String) -> Self {
+    fn bootstrap(role: Role, name: String, owner: String) -> Self {
         let scope = match role {
             Role::Admin => Scope::ADMIN_ALL,
-            Role::Vend => Scope::VEND_ALL,
+            Role::Vend => Scope::LEASE_ALL,
         };
         Self {
             name,
+            owner,
             scopes: vec![scope],
         }
     }
 
     /// A token from the database; scopes that no longer parse (stored by a newer seqvend)
-    /// grant nothing.
+    /// grant nothing. Its name is its identity: unique, never reused (even once revoked),
+    /// and never holding the `:` that bootstrap and anonymous owners hold.
     pub fn scoped(name: String, scopes: Vec<String>) -> Self {
         Self {
+            owner: name.clone(),
             name,
             scopes: scopes.iter().filter_map(|s| Scope::parse(s).ok()).collect(),
         }
     }
 
     fn anonymous() -> Self {
-        Self::bootstrap(Role::Admin, "anonymous".to_owned())
+        Self::bootstrap(Role::Admin, "anonymous".to_owned(), "anonymous:".to_owned())
     }
 
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The identity that owns the caller's idempotency keys. Not a name to show: a
+    /// bootstrap token's is a longer fingerprint of its secret than its name holds.
+    pub fn owner(&self) -> &str {
+        &self.owner
     }
 
     pub fn allows(&self, verb: Verb, resource: Resource<'_>) -> bool {
@@ -75,6 +87,11 @@ impl Caller {
     /// The token's name (never its secret): for logs, metrics and the audit trail.
     pub fn name(&self) -> &str {
         self.0.name()
+    }
+
+    /// Who owns the caller's idempotency keys (see `Principal::owner`).
+    pub fn owner(&self) -> &str {
+        self.0.owner()
     }
 
     /// 403 `forbidden`, naming the scope needed, unless the caller may `verb` on `resource`.
@@ -130,4 +147,23 @@ async fn authenticate(req: &HttpRequest) -> Result<Arc<Principal>, ApiError> {
         .app_data::<web::Data<TokenStore>>()
         .expect("the token store is registered as app data");
     store.authenticate(id, secret).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_run_time_token_shares_an_owner_with_a_bootstrap_token_or_the_anonymous_caller() {
+        // Run-time names never hold a `:` (nor start with `bootstrap-`); the others' owners do.
+        let tokens = Tokens::new("admin-secret", "vend-secret", false);
+        let bootstrap = tokens.principal_of(b"admin-secret").unwrap();
+        let anonymous = Tokens::disabled_auth().anonymous();
+        for taken in [bootstrap.name(), "anonymous"] {
+            let run_time = Principal::scoped(taken.to_owned(), vec!["vend:*".to_owned()]);
+            assert_ne!(run_time.owner(), bootstrap.owner());
+            assert_ne!(run_time.owner(), anonymous.owner());
+        }
+        assert!(bootstrap.owner().contains(':') && anonymous.owner().contains(':'));
+    }
 }

@@ -1,6 +1,12 @@
-//! What a token may do: scopes of the form `<verb>:<target>`. Verbs are `read`, `vend` and
-//! `admin`, each including the ones before it; a target is `*` (every sequence), a sequence
-//! name, a name prefix ending in `*` (`fedex-*`), or `namespace:<namespace>`.
+//! What a token may do: scopes of the form `<verb>:<target>`. Verbs are `read`, `vend`,
+//! `lease` and `admin`, each including the ones before it; a target is `*` (every sequence), a
+//! sequence name, a name prefix ending in `*` (`fedex-*`), `namespace:<namespace>`, or a
+//! namespace prefix `namespace:<prefix>*` (`namespace:ups_1z.5R8939.*`, a UPS account's
+//! every service).
+//!
+//! `lease` stands apart from `vend` because it takes in bulk what `vend` takes one request
+//! at a time: up to 100,000 values a call (gaps, if the client never uses them) and worker
+//! ids, of which there are few.
 
 use std::fmt;
 
@@ -10,6 +16,7 @@ use crate::domain::SequenceName;
 pub enum Verb {
     Read,
     Vend,
+    Lease,
     Admin,
 }
 
@@ -18,12 +25,13 @@ impl Verb {
         match self {
             Self::Read => "read",
             Self::Vend => "vend",
+            Self::Lease => "lease",
             Self::Admin => "admin",
         }
     }
 
     fn parse(raw: &str) -> Option<Self> {
-        [Self::Read, Self::Vend, Self::Admin]
+        [Self::Read, Self::Vend, Self::Lease, Self::Admin]
             .into_iter()
             .find(|verb| verb.as_str() == raw)
     }
@@ -35,6 +43,7 @@ enum Target {
     Name(String),
     Prefix(String),
     Namespace(String),
+    NamespacePrefix(String),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,6 +60,10 @@ pub enum Resource<'a> {
         name: &'a str,
         namespace: Option<&'a str>,
     },
+    /// A namespace's number space, which creating a sequence or adding a range claims for
+    /// good (ranges are never deleted). Covered by a namespace target, and by a name or
+    /// prefix target of the same spelling (a sequence's namespace is by default its name).
+    Namespace(&'a str),
     /// Something no sequence scope names: the token list, the whole event log. Only `*`
     /// covers it.
     Service,
@@ -61,8 +74,9 @@ pub enum Resource<'a> {
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error(
-    "a scope is `<verb>:<target>`: verb read, vend or admin; target `*`, a sequence name, \
-     a name prefix ending in `*`, or `namespace:<namespace>` (got {0:?})"
+    "a scope is `<verb>:<target>`: verb read, vend, lease or admin; target `*`, a sequence \
+     name, a name prefix ending in `*`, `namespace:<namespace>`, or a namespace prefix \
+     `namespace:<prefix>*` (got {0:?})"
 )]
 pub struct ScopeError(pub String);
 
@@ -71,8 +85,8 @@ impl Scope {
         verb: Verb::Admin,
         target: Target::Everything,
     };
-    pub const VEND_ALL: Scope = Scope {
-        verb: Verb::Vend,
+    pub const LEASE_ALL: Scope = Scope {
+        verb: Verb::Lease,
         target: Target::Everything,
     };
 
@@ -83,7 +97,10 @@ impl Scope {
         let target = if target == "*" {
             Target::Everything
         } else if let Some(namespace) = target.strip_prefix("namespace:") {
-            Target::Namespace(valid_name(namespace).ok_or_else(invalid)?)
+            match namespace.strip_suffix('*') {
+                Some(prefix) => Target::NamespacePrefix(valid_name(prefix).ok_or_else(invalid)?),
+                None => Target::Namespace(valid_name(namespace).ok_or_else(invalid)?),
+            }
         } else if let Some(prefix) = target.strip_suffix('*') {
             // A prefix is the start of a name: checked as a name would be.
             Target::Prefix(valid_name(prefix).ok_or_else(invalid)?)
@@ -107,6 +124,16 @@ impl Scope {
             (Target::Namespace(scoped), Resource::Sequence { namespace, .. }) => {
                 namespace == Some(scoped.as_str())
             }
+            (Target::NamespacePrefix(prefix), Resource::Sequence { namespace, .. }) => {
+                namespace.is_some_and(|namespace| namespace.starts_with(prefix.as_str()))
+            }
+            (Target::Name(scoped) | Target::Namespace(scoped), Resource::Namespace(namespace)) => {
+                scoped == namespace
+            }
+            (
+                Target::Prefix(prefix) | Target::NamespacePrefix(prefix),
+                Resource::Namespace(namespace),
+            ) => namespace.starts_with(prefix.as_str()),
         }
     }
 }
@@ -125,6 +152,7 @@ impl fmt::Display for Scope {
             Target::Name(name) => write!(f, "{verb}:{name}"),
             Target::Prefix(prefix) => write!(f, "{verb}:{prefix}*"),
             Target::Namespace(namespace) => write!(f, "{verb}:namespace:{namespace}"),
+            Target::NamespacePrefix(prefix) => write!(f, "{verb}:namespace:{prefix}*"),
         }
     }
 }
@@ -133,6 +161,7 @@ impl fmt::Display for Scope {
 pub fn needed(verb: Verb, resource: Resource<'_>) -> String {
     match resource {
         Resource::Sequence { name, .. } => format!("{}:{name}", verb.as_str()),
+        Resource::Namespace(namespace) => format!("{}:namespace:{namespace}", verb.as_str()),
         Resource::Service => format!("{}:*", verb.as_str()),
         Resource::AnySequence => format!("{}:<any sequence>", verb.as_str()),
     }
@@ -160,6 +189,8 @@ mod tests {
             "vend:fedex-4471",
             "admin:fedex-*",
             "vend:namespace:ups.5R8939.03",
+            "lease:orders-*",
+            "admin:namespace:ups_1z.5R8939.*",
         ] {
             assert_eq!(Scope::parse(raw).unwrap().to_string(), raw);
         }
@@ -179,6 +210,9 @@ mod tests {
             "Vend:x",
             "vend:x*y",
             "vend: x",
+            "vend:namespace:*",
+            "vend:namespace:a**",
+            "Lease:x",
         ] {
             assert!(Scope::parse(raw).is_err(), "{raw:?}");
         }
@@ -192,6 +226,69 @@ mod tests {
         assert!(allows("vend:fedex-1", Verb::Read, fedex));
         assert!(!allows("vend:fedex-1", Verb::Admin, fedex));
         assert!(!allows("read:fedex-1", Verb::Vend, fedex));
+        assert!(allows("admin:fedex-1", Verb::Lease, fedex));
+        assert!(allows("lease:fedex-1", Verb::Vend, fedex));
+        assert!(!allows("lease:fedex-1", Verb::Admin, fedex));
+    }
+
+    #[test]
+    fn vend_never_implies_lease() {
+        let fedex = sequence("fedex-1", "fedex-1");
+        assert!(!allows("vend:*", Verb::Lease, fedex));
+        assert!(!allows("vend:fedex-1", Verb::Lease, Resource::AnySequence));
+        assert!(allows("lease:fedex-*", Verb::Lease, Resource::AnySequence));
+    }
+
+    #[test]
+    fn a_namespace_is_covered_by_a_namespace_target_or_a_name_target_spelt_alike() {
+        let space = Resource::Namespace("ups_1z.5R8939.03");
+        assert!(allows("admin:*", Verb::Admin, space));
+        assert!(allows(
+            "admin:namespace:ups_1z.5R8939.03",
+            Verb::Admin,
+            space
+        ));
+        assert!(allows(
+            "admin:namespace:ups_1z.5R8939.*",
+            Verb::Admin,
+            space
+        ));
+        assert!(!allows(
+            "admin:namespace:ups_1z.5R8939.01",
+            Verb::Admin,
+            space
+        ));
+        assert!(!allows(
+            "admin:namespace:ups_1z.5R89390*",
+            Verb::Admin,
+            space
+        ));
+        assert!(!allows("admin:tenanta-*", Verb::Admin, space));
+        assert!(!allows(
+            "vend:namespace:ups_1z.5R8939.03",
+            Verb::Admin,
+            space
+        ));
+        let own = Resource::Namespace("tenanta-ns");
+        assert!(allows("admin:tenanta-*", Verb::Admin, own));
+        assert!(allows("admin:tenanta-ns", Verb::Admin, own));
+        assert!(!allows("admin:tenanta-n", Verb::Admin, own));
+    }
+
+    #[test]
+    fn a_namespace_prefix_covers_the_sequences_of_every_namespace_it_starts() {
+        let labels = sequence("labels", "ups_1z.5R8939.03");
+        assert!(allows("vend:namespace:ups_1z.5R8939.*", Verb::Vend, labels));
+        assert!(!allows(
+            "vend:namespace:ups_1z.5R8940.*",
+            Verb::Vend,
+            labels
+        ));
+        let unknown = Resource::Sequence {
+            name: "labels",
+            namespace: None,
+        };
+        assert!(!allows("vend:namespace:ups_1z.*", Verb::Vend, unknown));
     }
 
     #[test]

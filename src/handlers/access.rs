@@ -7,6 +7,21 @@ use crate::auth::{Caller, Resource, Verb};
 use crate::domain::SequenceName;
 use crate::registry::{Catalog, Known};
 
+/// Checks that `caller` may create the sequence `name` in `namespace`, claiming both: admin
+/// over the name **and** over the namespace (adding a range claims the namespace only). Either
+/// alone is not enough: a name scope would let one tenant put a sequence into another's
+/// namespace (or carrier account, a formatted sequence's namespace), and a namespace scope
+/// would let it take a name another tenant's name scopes cover. Ranges are never deleted, so
+/// what is claimed is claimed for good.
+pub fn require_claim(caller: &Caller, name: &str, namespace: &str) -> Result<(), ApiError> {
+    let sequence = Resource::Sequence {
+        name,
+        namespace: None,
+    };
+    caller.require(Verb::Admin, sequence)?;
+    caller.require(Verb::Admin, Resource::Namespace(namespace))
+}
+
 /// Checks that `caller` may `verb` on the sequence `name` (its namespace read from the
 /// catalog, kept in memory), and returns what the catalog knows of it. A caller without the
 /// scope is answered 403 whether or not the sequence exists, so scopes tell nothing of names

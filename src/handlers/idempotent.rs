@@ -77,7 +77,7 @@ impl KeyedCaller {
             return Ok(None);
         };
         let key = IdempotencyKey {
-            owner: self.caller.name().to_owned(),
+            owner: self.caller.owner().to_owned(),
             key: key.clone(),
             request: request(),
         };

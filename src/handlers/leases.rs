@@ -68,7 +68,7 @@ impl From<&Block> for BlockView {
         (status = 200, description = "A lease, durable before it is returned", body = LeaseView),
         (status = 400, description = "invalid_name or invalid_request", body = ErrorBody),
         (status = 401, description = "unauthorized", body = ErrorBody),
-        (status = 403, description = "forbidden: the token has no vend scope on the sequence", body = ErrorBody),
+        (status = 403, description = "forbidden: the token has no lease scope on the sequence (vend is not enough)", body = ErrorBody),
         (status = 404, description = "not_found", body = ErrorBody),
         (status = 409, description = "sequence_exhausted, or idempotency_key_in_flight", body = ErrorBody),
         (status = 410, description = "sequence_retired", body = ErrorBody),
@@ -92,7 +92,7 @@ pub async fn lease(
             "`count` must be between 1 and {MAX_CACHE_SIZE}"
         )));
     }
-    let entry = match require_on_sequence(&keyed_caller.caller, Verb::Vend, &catalog, &pool, &name)
+    let entry = match require_on_sequence(&keyed_caller.caller, Verb::Lease, &catalog, &pool, &name)
         .await?
     {
         Known::Sequence(entry) => entry,

@@ -8,7 +8,7 @@ use sqlx::PgPool;
 
 use utoipa::ToSchema;
 
-use super::access::require_on_sequence;
+use super::access::{require_claim, require_on_sequence};
 use super::error::ApiError;
 use super::error::ErrorBody;
 use super::extract::JsonObject;
@@ -223,7 +223,7 @@ pub struct AddRangeBody {
         (status = 201, description = "Created", body = SequenceView),
         (status = 400, description = "invalid_name, invalid_request, invalid_range, invalid_format, invalid_cache_policy or invalid_alerts", body = ErrorBody),
         (status = 401, description = "unauthorized", body = ErrorBody),
-        (status = 403, description = "forbidden: the token has no admin scope on the sequence", body = ErrorBody),
+        (status = 403, description = "forbidden: the token lacks admin scope on the name or on the namespace (a formatted sequence's number space)", body = ErrorBody),
         (status = 409, description = "name_taken or range_overlap", body = ErrorBody),
         (status = 413, description = "payload_too_large", body = ErrorBody),
         (status = 500, description = "internal", body = ErrorBody),
@@ -236,13 +236,7 @@ pub async fn create(
     body: JsonObject<CreateSequenceBody>,
 ) -> Result<HttpResponse, ApiError> {
     let new = NewSequence::try_from(body.0)?;
-    caller.require(
-        Verb::Admin,
-        Resource::Sequence {
-            name: new.name.as_str(),
-            namespace: Some(new.namespace.as_str()),
-        },
-    )?;
+    require_claim(&caller, new.name.as_str(), new.namespace.as_str())?;
     let sequence = registry::create_sequence(&pool, new, caller.name()).await?;
     tracing::info!(sequence = %sequence.name, "sequence created");
     Ok(HttpResponse::Created().json(sequence))
@@ -255,7 +249,7 @@ pub async fn create(
         (status = 201, description = "Added: pending, or active if the sequence had run out", body = RangeView),
         (status = 400, description = "invalid_name, invalid_request, invalid_range, or invalid_format (the range does not fit the sequence's format)", body = ErrorBody),
         (status = 401, description = "unauthorized", body = ErrorBody),
-        (status = 403, description = "forbidden: the token has no admin scope on the sequence", body = ErrorBody),
+        (status = 403, description = "forbidden: the token lacks admin scope on the sequence, or on its namespace", body = ErrorBody),
         (status = 404, description = "not_found", body = ErrorBody),
         (status = 409, description = "range_overlap", body = ErrorBody),
         (status = 410, description = "sequence_retired", body = ErrorBody),
@@ -274,9 +268,12 @@ pub async fn add_range(
     let name = SequenceName::parse(&name)?;
     let known = require_on_sequence(&caller, Verb::Admin, &catalog, &pool, &name).await?;
     let bounds = RangeBounds::parse(&body.min, &body.max)?;
-    // A format never changes, so checking before the registry's transaction is race-free.
-    // No such sequence: `add_range` answers it.
+    // A namespace and a format never change, so checking before the registry's transaction
+    // is race-free. No such sequence: `add_range` answers it.
     if let Known::Sequence(entry) = known {
+        // A range claims number space in the namespace for good: the name's scope (checked
+        // above) is not enough, the namespace's is needed too.
+        caller.require(Verb::Admin, Resource::Namespace(entry.namespace.as_str()))?;
         if let Some(format) = &entry.format {
             format.check_range(bounds.min(), bounds.max())?;
         }

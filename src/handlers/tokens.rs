@@ -19,9 +19,10 @@ pub struct CreateTokenBody {
     /// alphanumeric, not starting with `bootstrap-`. Never reused.
     #[schema(pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")]
     name: String,
-    /// 1–100 scopes `<verb>:<target>`: verb `read`, `vend` (and read) or `admin` (and vend);
-    /// target `*`, a sequence name, a prefix ending in `*` (`fedex-*`), or
-    /// `namespace:<namespace>`. E.g. `["vend:fedex-*", "read:namespace:ups.5R8939.03"]`.
+    /// 1–100 scopes `<verb>:<target>`: verb `read`, `vend` (and read), `lease` (and vend:
+    /// leases and worker ids) or `admin` (and lease); target `*`, a sequence name, a prefix
+    /// ending in `*` (`fedex-*`), `namespace:<namespace>` or `namespace:<prefix>*`. E.g.
+    /// `["vend:fedex-*", "read:namespace:ups.5R8939.03"]`.
     scopes: Vec<String>,
 }
 

@@ -77,6 +77,7 @@ fn view(lease: Lease, snowflake: &Snowflake, settings: &IdSettings) -> WorkerLea
     responses(
         (status = 200, description = "A free or expired worker id, leased", body = WorkerLease),
         (status = 401, description = "unauthorized", body = ErrorBody),
+        (status = 403, description = "forbidden: the token has no lease scope (vend is not enough)", body = ErrorBody),
         (status = 503, description = "worker_ids_exhausted, or unavailable", body = ErrorBody),
     )
 )]
@@ -86,7 +87,7 @@ pub async fn lease(
     snowflake: web::Data<Snowflake>,
     settings: web::Data<IdSettings>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(Verb::Vend, Resource::AnySequence)?;
+    caller.require(Verb::Lease, Resource::AnySequence)?;
     let now_ms = snowflake.clock().now_ms();
     let lease = worker_lease::take(&pool, now_ms, settings.lease).await?;
     Ok(HttpResponse::Ok().json(view(lease, &snowflake, &settings)))
@@ -100,6 +101,7 @@ pub async fn lease(
         (status = 200, description = "The lease, extended", body = WorkerLease),
         (status = 400, description = "invalid_request", body = ErrorBody),
         (status = 401, description = "unauthorized", body = ErrorBody),
+        (status = 403, description = "forbidden: the token has no lease scope (vend is not enough)", body = ErrorBody),
         (status = 409, description = "lease_lost: stop issuing with this worker id", body = ErrorBody),
         (status = 503, description = "unavailable", body = ErrorBody),
     )
@@ -112,7 +114,7 @@ pub async fn renew(
     worker_id: web::Path<String>,
     body: JsonObject<RenewBody>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(Verb::Vend, Resource::AnySequence)?;
+    caller.require(Verb::Lease, Resource::AnySequence)?;
     let worker_id: i64 = worker_id
         .parse()
         .ok()

@@ -33,8 +33,8 @@ pub struct EventView {
     /// What caused it: `admin` (an admin action), `vend` (a vend statement rolled over, ran
     /// out, or repaired a rewound PostgreSQL sequence) or `seqvend` (its own sampling).
     pub actor: String,
-    /// The name of the token that made an admin action (`bootstrap-admin-1` for the first
-    /// token of `SEQVEND_ADMIN_TOKENS`); null otherwise.
+    /// The name of the token that made an admin action (`bootstrap-admin-<8 hex>`, a
+    /// fingerprint of the secret, for a token of `SEQVEND_ADMIN_TOKENS`); null otherwise.
     pub token: Option<String>,
     /// What was found and done, where there is more to say (e.g. a rewind's repair).
     pub detail: Option<String>,

@@ -265,3 +265,60 @@ async fn no_value_is_handed_out_after_its_lease_expires() {
     let next = sequence.next().await.unwrap();
     assert!(next > 10_000, "{next} is from a later lease");
 }
+
+/// The ticker that closes blocks at their deadline never runs on a runtime a hot loop
+/// starves: the take itself must refuse a value past the lease's deadline, less the fence
+/// for the two clocks' rates (a tenth, as the instance cache keeps) and the expiry margin.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_starved_runtime_takes_no_value_past_the_leases_fenced_deadline() {
+    let db = TestDb::shared().await;
+    let mut settings = test_settings();
+    let ttl = Duration::from_secs(2);
+    settings.cache.client_lease = ttl;
+    let app = spawn_app_on(&db, settings).await;
+    app.create_ok("hot", 1, 1_000_000).await;
+    let address = app.address.clone();
+    let margin = Duration::from_millis(200);
+    let (taken, late) = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let client = Client::builder(&address, VEND_TOKEN)
+                .expiry_margin(margin)
+                .wait_timeout(Duration::from_secs(30))
+                .build()
+                .unwrap();
+            let hot = client.sequence("hot");
+            hot.prefetch(100_000).await.unwrap();
+            // Every lease was sent before this, so every deadline falls before it + ttl.
+            let leased = Instant::now();
+            let last_allowed = leased + ttl - ttl / 10 - margin;
+            let (mut taken, mut late) = (0u64, Vec::new());
+            // Never yields to the runtime: a value every 50 µs, past the lease's end.
+            while leased.elapsed() < ttl + Duration::from_millis(500) {
+                let before = Instant::now();
+                if let Ok(value) = hot.try_next() {
+                    taken += 1;
+                    if before > last_allowed {
+                        late.push((value, before - last_allowed));
+                    }
+                }
+                while before.elapsed() < Duration::from_micros(50) {
+                    std::hint::spin_loop();
+                }
+            }
+            (taken, late)
+        })
+    })
+    .join()
+    .unwrap();
+    assert!(taken > 1_000, "the loop took values: {taken}");
+    assert!(
+        late.is_empty(),
+        "{} values taken past the fenced deadline less the margin, the first {:?}",
+        late.len(),
+        late.first()
+    );
+}

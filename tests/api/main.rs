@@ -29,6 +29,7 @@ mod running_out;
 mod scratch;
 mod sequences;
 mod serve;
+mod tenancy;
 mod tls;
 mod tokens;
 mod tracking;

@@ -1,6 +1,6 @@
 //! Ids per second through one client, from THREADS threads taking values of one sequence.
 //!
-//! Environment: SEQVEND_URL, SEQVEND_TOKEN (a vend token), SEQUENCE (which must exist),
+//! Environment: SEQVEND_URL, SEQVEND_TOKEN (a token with a `lease` scope, e.g. a bootstrap vend token), SEQUENCE (which must exist),
 //! THREADS (1), SECONDS (10), RATE (ids/s across all threads; 0, the default, is as fast as
 //! possible), WARM (values to lease before the clock starts; 0), MAX_CACHED (the client's
 //! cap on values held; its default if unset). Every value is recorded in a per-thread bitmap,

@@ -1,0 +1,341 @@
+//! One tenant's tokens never reach another's: who owns an idempotency key across a token
+//! rotation, who may claim a namespace (a carrier account included), and who may take values
+//! and worker ids in bulk.
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+
+use crate::helpers::*;
+
+const BINARY: &str = env!("CARGO_BIN_EXE_seqvend");
+
+/// A `seqvend serve` process on a shared test database, with its own bootstrap tokens.
+struct Instance {
+    child: Child,
+    address: String,
+    http: reqwest::Client,
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Instance {
+    async fn start(db: &TestDb, vend_tokens: &str) -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let log = std::env::var_os("TEST_LOG").is_some();
+        let child = Command::new(BINARY)
+            .arg("serve")
+            .env("DATABASE_URL", &db.url)
+            .env("SEQVEND_LISTEN", format!("127.0.0.1:{port}"))
+            .env("SEQVEND_ADMIN_TOKENS", ADMIN_TOKEN)
+            .env("SEQVEND_VEND_TOKENS", vend_tokens)
+            .env("SEQVEND_WORKERS", "1")
+            .env("SEQVEND_VEND_DEADLINE_MS", "30000")
+            .env("RUST_LOG", if log { "info" } else { "error" })
+            .stdout(Stdio::null())
+            .stderr(if log { Stdio::inherit() } else { Stdio::null() })
+            .spawn()
+            .expect("seqvend starts");
+        let address = format!("http://127.0.0.1:{port}");
+        let http = reqwest::Client::new();
+        eventually(Duration::from_secs(60), "seqvend serve is ready", || {
+            let request = http.get(format!("{address}/readyz")).send();
+            async move { request.await.is_ok_and(|r| r.status() == StatusCode::OK) }
+        })
+        .await;
+        Self {
+            child,
+            address,
+            http,
+        }
+    }
+
+    /// A keyed vend of 2 values; the reply and whether it says it is a replay.
+    async fn keyed_next(&self, token: &str, key: &str) -> (Reply, bool) {
+        let response = self
+            .http
+            .post(format!("{}/sequences/labels/next?count=2", self.address))
+            .bearer_auth(token)
+            .header("Idempotency-Key", key)
+            .send()
+            .await
+            .unwrap();
+        let replayed = response.headers().contains_key("idempotent-replayed");
+        (Reply::from(response).await, replayed)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_bootstrap_tokens_in_a_rotation_never_share_an_idempotency_key_and_one_token_keeps_its_own(
+) {
+    let db = TestDb::shared().await;
+    // Half-way through a rotation: one instance knows both secrets, the other only the new.
+    let rotating = Instance::start(&db, "old-vend-secret,new-vend-secret").await;
+    let rotated = Instance::start(&db, "new-vend-secret").await;
+    let created = rotated
+        .http
+        .post(format!("{}/sequences", rotated.address))
+        .bearer_auth(ADMIN_TOKEN)
+        .json(&json!({"name": "labels", "min": 1, "max": 1000}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), StatusCode::CREATED);
+
+    // Two clients, two secrets, one key: two answers, each its own values.
+    let (old_client, _) = rotating.keyed_next("old-vend-secret", "order-1").await;
+    assert_eq!(old_client.status, StatusCode::OK, "{}", old_client.body);
+    let (new_client, replayed) = rotated.keyed_next("new-vend-secret", "order-1").await;
+    assert_eq!(new_client.status, StatusCode::OK, "{}", new_client.body);
+    assert!(
+        !replayed,
+        "another token's answer was replayed: {}",
+        new_client.body
+    );
+    assert_ne!(values_of(&old_client), values_of(&new_client));
+
+    // One secret is one caller on either instance, wherever it stands in the list.
+    let (first, _) = rotating.keyed_next("new-vend-secret", "order-2").await;
+    let (again, replayed) = rotated.keyed_next("new-vend-secret", "order-2").await;
+    assert!(replayed, "the same token's retry was not a replay");
+    assert_eq!(first.body, again.body);
+}
+
+/// A run-time token with `scopes`, made by the bootstrap admin; its secret.
+async fn token(app: &TestApp, name: &str, scopes: &[&str]) -> String {
+    let reply = app
+        .request(
+            Method::POST,
+            "/tokens",
+            Some(ADMIN_TOKEN),
+            Some(json!({"name": name, "scopes": scopes})),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
+    reply.body["token"].as_str().unwrap().to_owned()
+}
+
+async fn create_as(app: &TestApp, secret: &str, body: Value) -> Reply {
+    app.request(Method::POST, "/sequences", Some(secret), Some(body))
+        .await
+}
+
+fn ups(account: &str) -> Value {
+    json!({"kind": "ups_1z", "account": account, "service": "03"})
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tenants_admin_cannot_put_a_sequence_into_another_tenants_namespace_or_carrier_account() {
+    let app = spawn_app().await;
+    let tenant_a = token(&app, "tenant-a", &["admin:tenanta-*"]).await;
+    let attempts = [
+        json!({"name": "tenanta-squat", "namespace": "tenantb-ns", "min": 1, "max": 100}),
+        json!({"name": "tenanta-ups", "min": 5756712, "max": 9999999, "format": ups("5R8939")}),
+    ];
+    for body in attempts {
+        let reply = create_as(&app, &tenant_a, body.clone()).await;
+        reply.assert_error(403, "forbidden");
+        assert!(
+            reply.body["message"]
+                .as_str()
+                .unwrap()
+                .contains("namespace:"),
+            "the refusal names the namespace scope needed: {}",
+            reply.body
+        );
+        let name = body["name"].as_str().unwrap();
+        app.get(name).await.assert_error(404, "not_found");
+    }
+    // Its own names, in its own namespaces, it may create.
+    for body in [
+        json!({"name": "tenanta-1", "min": 1, "max": 100}),
+        json!({"name": "tenanta-2", "namespace": "tenanta-shared", "min": 1, "max": 100}),
+    ] {
+        let reply = create_as(&app, &tenant_a, body).await;
+        assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_namespace_scope_alone_cannot_take_a_name_another_tenants_scopes_cover() {
+    let app = spawn_app().await;
+    let tenant_b = token(&app, "tenant-b", &["admin:namespace:tenantb-ns"]).await;
+    let reply = create_as(
+        &app,
+        &tenant_b,
+        json!({"name": "tenanta-labels", "namespace": "tenantb-ns", "min": 1, "max": 100}),
+    )
+    .await;
+    reply.assert_error(403, "forbidden");
+    app.get("tenanta-labels")
+        .await
+        .assert_error(404, "not_found");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_carrier_account_is_claimed_with_a_namespace_scope_on_its_number_space() {
+    let app = spawn_app().await;
+    let owner = token(
+        &app,
+        "ups-owner",
+        &["admin:tenanta-*", "admin:namespace:ups_1z.5R8939.*"],
+    )
+    .await;
+    let reply = create_as(
+        &app,
+        &owner,
+        json!({"name": "tenanta-ups", "min": 5756712, "max": 7000000, "format": ups("5R8939")}),
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
+    let reply = create_as(
+        &app,
+        &owner,
+        json!({"name": "tenanta-ups-b", "min": 5756712, "max": 7000000, "format": ups("5R8940")}),
+    )
+    .await;
+    reply.assert_error(403, "forbidden");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn adding_a_range_needs_admin_over_the_sequences_namespace_as_well_as_its_name() {
+    let app = spawn_app().await;
+    // Made by the operator for tenant A, in tenant B's namespace.
+    let made = app
+        .create(json!({"name": "tenanta-shared", "namespace": "tenantb-ns", "min": 1, "max": 10}))
+        .await;
+    assert_eq!(made.status, StatusCode::CREATED, "{}", made.body);
+    let tenant_a = token(&app, "tenant-a", &["admin:tenanta-*"]).await;
+    let reply = app
+        .request(
+            Method::POST,
+            "/sequences/tenanta-shared/ranges",
+            Some(&tenant_a),
+            Some(json!({"min": 100, "max": 200})),
+        )
+        .await;
+    reply.assert_error(403, "forbidden");
+    let ranges = app.get("tenanta-shared").await.body["ranges"].clone();
+    assert_eq!(ranges.as_array().unwrap().len(), 1, "{ranges}");
+    // Over its own namespace, it may.
+    app.create_ok("tenanta-own", 1, 10).await;
+    let reply = app
+        .request(
+            Method::POST,
+            "/sequences/tenanta-own/ranges",
+            Some(&tenant_a),
+            Some(json!({"min": 100, "max": 200})),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tenants_admin_creates_only_families_its_names_cover() {
+    let app = spawn_app().await;
+    let tenant_a = token(
+        &app,
+        "tenant-a",
+        &["admin:tenanta-*", "admin:namespace:tenantb-ns"],
+    )
+    .await;
+    let reply = app
+        .request(
+            Method::POST,
+            "/families",
+            Some(&tenant_a),
+            Some(json!({"name": "tenantb-orders"})),
+        )
+        .await;
+    reply.assert_error(403, "forbidden");
+    let reply = app
+        .request(
+            Method::POST,
+            "/families",
+            Some(&tenant_a),
+            Some(json!({"name": "tenanta-orders"})),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_vend_scope_neither_leases_values_nor_worker_ids_and_a_lease_scope_does() {
+    let app = spawn_app().await;
+    app.create_ok("orders-1", 1, 1_000_000).await;
+    let vend_only = token(&app, "vend-only", &["vend:*"]).await;
+
+    let path = "/sequences/orders-1/leases?count=100000";
+    let reply = app
+        .request(Method::POST, path, Some(&vend_only), None)
+        .await;
+    reply.assert_error(403, "forbidden");
+    assert!(
+        reply.body["message"].as_str().unwrap().contains("lease:"),
+        "{}",
+        reply.body
+    );
+    let reply = app
+        .request(Method::POST, "/workers/lease", Some(&vend_only), None)
+        .await;
+    reply.assert_error(403, "forbidden");
+    let reply = app
+        .request(
+            Method::POST,
+            "/workers/0/renew",
+            Some(&vend_only),
+            Some(json!({"holder": "x"})),
+        )
+        .await;
+    reply.assert_error(403, "forbidden");
+    assert_eq!(
+        app.next_value("orders-1").await,
+        1,
+        "nothing was drawn by a refused lease"
+    );
+
+    // A lease scope leases (and vends), and the bootstrap vend token keeps leasing.
+    let leaser = token(&app, "leaser", &["lease:orders-*"]).await;
+    let reply = app
+        .request(
+            Method::POST,
+            "/sequences/orders-1/leases?count=10",
+            Some(&leaser),
+            None,
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    let reply = app
+        .request(
+            Method::POST,
+            "/sequences/orders-1/next",
+            Some(&leaser),
+            None,
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    let reply = app
+        .request(Method::POST, "/workers/lease", Some(&leaser), None)
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    let reply = app
+        .request(
+            Method::POST,
+            "/sequences/orders-1/leases?count=10",
+            Some(VEND_TOKEN),
+            None,
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+}
