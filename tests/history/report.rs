@@ -84,6 +84,7 @@ pub fn write(
         }
         out.push('\n');
     }
+    retirements(&mut out, history, faults);
     let _ = writeln!(out, "violations: {}", violations.total());
     for (kind, (count, shown)) in &violations.by_kind {
         let _ = writeln!(out, "  {kind}: {count}");
@@ -138,4 +139,29 @@ fn operations(out: &mut String, ops: &[Op]) {
 /// A refusal's reason, cut short: the thick client's errors carry their detail.
 fn clip(why: &str) -> String {
     why.chars().take(70).collect()
+}
+
+/// Every retirement tried: how many answered 200 (and so were checked), and each attempt's
+/// answer — a 503 says why.
+fn retirements(out: &mut String, history: &History, faults: &[Fault]) {
+    let tried: Vec<&Fault> = faults
+        .iter()
+        .filter(|f| f.kind == "sequence retired")
+        .collect();
+    let checked = history.retirements.lock().unwrap().len();
+    let _ = writeln!(
+        out,
+        "retirements: {} tried, {checked} answered 200 and checked",
+        tried.len()
+    );
+    for f in tried {
+        let _ = writeln!(
+            out,
+            "  {} at {:.3}s–{:.3}s: {}",
+            f.target,
+            f.started.as_secs_f64(),
+            f.ended.as_secs_f64(),
+            f.detail
+        );
+    }
 }
