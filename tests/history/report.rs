@@ -21,11 +21,17 @@ pub fn write(
         "history seed {seed} (replay: SEQVEND_HISTORY_SEED={seed})"
     );
     for (name, from, to) in history.phases.lock().unwrap().iter() {
+        let during: Vec<&Op> = ops
+            .iter()
+            .filter(|op| (*from..*to).contains(&op.invoked))
+            .collect();
+        let internal = during.iter().filter(|op| op.internal_error()).count();
         let _ = writeln!(
             out,
-            "  phase {:>6.1}s – {:>6.1}s  {name}",
+            "  phase {:>6.1}s – {:>6.1}s  {name:<48} {:>7} operations, {internal} answered 500",
             from.as_secs_f64(),
-            to.as_secs_f64()
+            to.as_secs_f64(),
+            during.len()
         );
     }
     operations(&mut out, ops);
@@ -91,6 +97,97 @@ pub fn write(
         for detail in shown {
             let _ = writeln!(out, "    - {detail}");
         }
+    }
+    let figures = Figures {
+        ops,
+        faults,
+        sequence_values: claims.len(),
+        counter_values: counted,
+        ids,
+        retirements: history.retirements.lock().unwrap().len(),
+        violations,
+    };
+    figures.row(&mut out, history);
+    out
+}
+
+/// The run in one table row, to paste into RELIABILITY.md.
+struct Figures<'a> {
+    ops: &'a [Op],
+    faults: &'a [Fault],
+    sequence_values: usize,
+    counter_values: usize,
+    ids: usize,
+    retirements: usize,
+    violations: &'a Violations,
+}
+
+impl Figures<'_> {
+    const HEADER: &'static str = "| seed | phases | operations | values | faults injected \
+        | retirements checked | 500s answered | violations |\n|---|---|---|---|---|---|---|---|";
+
+    fn row(&self, out: &mut String, history: &History) {
+        let phases: Vec<String> = history
+            .phases
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(name, from, to)| {
+                let kind = name.split(':').next().unwrap_or(name);
+                format!("{kind} {:.0} s", (*to - *from).as_secs_f64())
+            })
+            .collect();
+        let mut faults: BTreeMap<&str, usize> = BTreeMap::new();
+        for fault in self.faults.iter().filter(|f| f.applied) {
+            *faults.entry(fault.kind).or_default() += 1;
+        }
+        let mut faults: Vec<(&str, usize)> = faults.into_iter().collect();
+        faults.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        let faults: Vec<String> = faults
+            .iter()
+            .map(|(kind, n)| format!("{} {kind}", thousands(*n)))
+            .collect();
+        let applied = self.faults.iter().filter(|f| f.applied).count();
+        let violations = if self.violations.total() == 0 {
+            "0".to_owned()
+        } else {
+            let kinds: Vec<String> = self
+                .violations
+                .by_kind
+                .iter()
+                .map(|(kind, (n, _))| format!("{} {kind}", thousands(*n)))
+                .collect();
+            kinds.join(", ")
+        };
+        let internal = self.ops.iter().filter(|op| op.internal_error()).count();
+        let _ = writeln!(out, "figures (for RELIABILITY.md):\n{}", Self::HEADER);
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} of sequences, {} of counters, {} Snowflake ids | {}: {} | {} \
+             | {} | {violations} |",
+            history.seed,
+            phases.join(", "),
+            thousands(self.ops.len()),
+            thousands(self.sequence_values),
+            thousands(self.counter_values),
+            thousands(self.ids),
+            thousands(applied),
+            faults.join(", "),
+            thousands(self.retirements),
+            thousands(internal),
+        );
+    }
+}
+
+/// 12345 as "12,345".
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
     }
     out
 }

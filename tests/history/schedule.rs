@@ -31,12 +31,13 @@ pub enum Focus {
 }
 
 impl Focus {
+    /// Its label (as `SEQVEND_HISTORY_FOCUS` names it), a colon, what it does.
     pub fn name(self) -> &'static str {
         match self {
-            Focus::Rewind => "focused: rewinds under small batches",
-            Focus::KeyedRollover => "focused: keyed leases rolling over",
-            Focus::Rotation => "focused: keys reused across a token rotation",
-            Focus::Retirement => "focused: retirements under every kind of client",
+            Focus::Rewind => "rewind: small batches while the range is rewound",
+            Focus::KeyedRollover => "keyed: keyed leases rolling over",
+            Focus::Rotation => "rotation: keys reused across a token rotation",
+            Focus::Retirement => "retire: retirements under every kind of client",
             Focus::Chaos => "chaos: every client, every fault",
         }
     }
