@@ -2,9 +2,10 @@
 //! clients of every kind recording each call and answer, and a hostile operator injecting
 //! faults at random — in phases that alternate a narrow focus with chaos. At the end the whole
 //! history is checked against seqvend's promises: no value twice, none outside a registry
-//! range, none another application drew, every replay equal to its first answer, nothing of
-//! a retired sequence after `DELETE` answered, Snowflake ids unique and increasing per worker,
-//! counter values unique per key.
+//! range, none another application drew, every replay equal to its first answer and given
+//! only to the token that sent its key (instances run mid-rotation of their vend tokens),
+//! nothing of a retired sequence after `DELETE` answered, Snowflake ids unique and increasing
+//! per worker, counter values unique per key, and no 500.
 //!
 //! A seed fixes the schedule: it is printed first and in every failure, and
 //! `SEQVEND_HISTORY_SEED=<n>` replays it; `SEQVEND_HISTORY_SECONDS` sets how long a seed runs

@@ -252,7 +252,7 @@ fn retirements(out: &mut String, history: &History, faults: &[Fault]) {
         tried.len()
     );
     for f in tried {
-        let _ = writeln!(
+        let _ = write!(
             out,
             "  {} at {:.3}s–{:.3}s: {}",
             f.target,
@@ -260,5 +260,24 @@ fn retirements(out: &mut String, history: &History, faults: &[Fault]) {
             f.ended.as_secs_f64(),
             f.detail
         );
+        // What else the operator did meanwhile (rewinds aside: there are hundreds), so that
+        // a 503 shows whether a fault explains it.
+        let beside: Vec<String> = faults
+            .iter()
+            .filter(|o| o.kind != "rewind" && o.kind != "sequence retired")
+            .filter(|o| o.started <= f.ended && o.ended >= f.started)
+            .map(|o| {
+                format!(
+                    "{} at {:.3}s–{:.3}s",
+                    o.kind,
+                    o.started.as_secs_f64(),
+                    o.ended.as_secs_f64()
+                )
+            })
+            .collect();
+        if !beside.is_empty() {
+            let _ = write!(out, " (meanwhile: {})", beside.join(", "));
+        }
+        out.push('\n');
     }
 }
