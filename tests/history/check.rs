@@ -8,7 +8,7 @@ use std::fmt::Write;
 use std::time::Duration;
 
 use crate::history::{Fault, History, Kind, Op, Outcome};
-use crate::world::CLIENT_LEASE_MS;
+use crate::world::{Token, CLIENT_LEASE_MS};
 
 /// A range of the registry, read after the run (so ranges added during it count).
 pub struct RegistryRange {
@@ -67,6 +67,8 @@ pub fn check(history: &History, registry: &[RegistryRange]) -> (Violations, Stri
     let faults = history.faults.lock().unwrap().clone();
     let mut violations = Violations::default();
     let claims = claims(&ops, &mut violations);
+    keys_are_their_tokens_own(&ops, &mut violations);
+    no_internal_errors(&ops, &mut violations);
     let ranges = Ranges::new(registry);
     never_twice(&ops, &claims, &mut violations);
     inside_a_range(&ops, &claims, &ranges, &mut violations);
@@ -86,11 +88,13 @@ pub struct Claim {
 }
 
 /// Every value of a sequence that some answer handed out, once per handing out: a keyed
-/// request's first answer gives its values, and each later answer must equal it (a replay);
-/// values a replay gave beyond the first answer's are claimed by the replay.
+/// request's first answer gives its values, and each later answer for the same token and key
+/// must equal it (a replay: the same delivery); values a replay gave beyond the first answer's
+/// are claimed by the replay. A key is its token's own: an answer to another token with the
+/// same key is another delivery, so values it repeats count twice.
 fn claims(ops: &[Op], violations: &mut Violations) -> Vec<Claim> {
     let mut claims = Vec::new();
-    let mut first: HashMap<(&str, &str, Kind), usize> = HashMap::new();
+    let mut first: HashMap<(Token, &str), usize> = HashMap::new();
     let mut order: Vec<usize> = (0..ops.len()).collect();
     order.sort_by_key(|&i| (ops[i].completed, ops[i].invoked));
     for i in order {
@@ -100,9 +104,9 @@ fn claims(ops: &[Op], violations: &mut Violations) -> Vec<Claim> {
         }
         let mut fresh: Vec<i64> = op.values().to_vec();
         if let Some(key) = &op.key {
-            match first.get(&(op.target.as_str(), key.as_str(), op.kind)) {
+            match first.get(&(op.token, key.as_str())) {
                 None => {
-                    first.insert((&op.target, key, op.kind), i);
+                    first.insert((op.token, key), i);
                 }
                 Some(&f) => {
                     if ops[f].values() != op.values() {
@@ -128,6 +132,71 @@ fn claims(ops: &[Op], violations: &mut Violations) -> Vec<Claim> {
         }));
     }
     claims
+}
+
+/// A token's keys are its own: an answer marked as a replay goes only to a token that sent
+/// that key before, and `422 idempotency_key_reused` only to a token that sent that key with
+/// another request. (Another token's use of the same key must not show at all.)
+fn keys_are_their_tokens_own(ops: &[Op], violations: &mut Violations) {
+    let mut by_owner: HashMap<(Token, &str), Vec<usize>> = HashMap::new();
+    for (i, op) in ops.iter().enumerate() {
+        if let Some(key) = &op.key {
+            by_owner.entry((op.token, key)).or_default().push(i);
+        }
+    }
+    for (i, op) in ops.iter().enumerate() {
+        let Some(key) = &op.key else { continue };
+        let own = &by_owner[&(op.token, key.as_str())];
+        if op.replayed && !own.iter().any(|&o| o != i && ops[o].invoked < op.completed) {
+            violations.add("replay answered to a token that never sent its key", || {
+                format!(
+                    "{} was answered {:?} as a replay; its token had not sent {key} before",
+                    describe(i, op),
+                    op.values()
+                )
+            });
+        }
+        let reused = matches!(&op.outcome, Outcome::Refused(why)
+                              if why.starts_with("422 idempotency_key_reused"));
+        if reused
+            && !own
+                .iter()
+                .any(|&o| ops[o].request != op.request && ops[o].invoked < op.completed)
+        {
+            violations.add("key refused as reused for another token's request", || {
+                let others: Vec<String> = ops
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, o)| o.key.as_ref() == Some(key) && o.token != op.token)
+                    .take(2)
+                    .map(|(o, other)| describe(o, other))
+                    .collect();
+                format!(
+                    "{} answered 422 though its token sent {key} only with {}; other tokens' \
+                     uses: {}",
+                    describe(i, op),
+                    op.request,
+                    others.join(", ")
+                )
+            });
+        }
+    }
+}
+
+/// A 500 on a vend, lease, counter or id route breaks the README's promise that a lock, a
+/// deadlock or a lost session is answered 503 and retried: each is a violation, with its
+/// operation (and so its phase and the faults around it).
+fn no_internal_errors(ops: &[Op], violations: &mut Violations) {
+    for (i, op) in ops.iter().enumerate() {
+        if op.internal_error() {
+            violations.add("internal error answered (500)", || {
+                let Outcome::Refused(why) = &op.outcome else {
+                    unreachable!("a 500 is a refusal")
+                };
+                format!("{} {}: {why}", describe(i, op), op.request)
+            });
+        }
+    }
 }
 
 fn never_twice(ops: &[Op], claims: &[Claim], violations: &mut Violations) {
@@ -385,8 +454,14 @@ fn counters(ops: &[Op], violations: &mut Violations) {
 /// One operation, for a violation's detail.
 pub fn describe(i: usize, op: &Op) -> String {
     let mut text = format!("op #{i} [{} {} via {}", op.kind.name(), op.target, op.via);
+    if op.token != Token::Vend {
+        let _ = write!(text, ", token {}", op.token.name());
+    }
     if let Some(key) = &op.key {
         let _ = write!(text, ", key {key}");
+    }
+    if op.replayed {
+        text.push_str(", replayed");
     }
     let values = op.values();
     let _ = write!(

@@ -2,8 +2,9 @@
 //! recording every call and its answer in the history. They judge nothing: a refusal or a
 //! timeout is recorded as such and the task carries on.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rand::rngs::StdRng;
@@ -15,7 +16,7 @@ use tokio::task::JoinSet;
 use crate::harness::VEND;
 use crate::history::{History, Kind, Op, Outcome};
 use crate::schedule::{rng, Focus};
-use crate::world::{World, CACHED, COUNTER_KEYS, FAMILY, HOT, ZIGZAG};
+use crate::world::{Token, World, CACHED, COUNTER_KEYS, FAMILY, HOT, ZIGZAG};
 
 /// Longest a client waits for one answer.
 const PATIENCE: Duration = Duration::from_secs(10);
@@ -28,6 +29,42 @@ pub struct Ctx {
     /// Set when the phase ends.
     pub stop: Arc<AtomicBool>,
     pub http: reqwest::Client,
+    pub board: Arc<Board>,
+}
+
+/// The keyed requests the rotation's clients sent lately, for the other token's clients to
+/// send again with the same key.
+#[derive(Default)]
+pub struct Board {
+    sent: Mutex<VecDeque<Sent>>,
+}
+
+#[derive(Clone)]
+struct Sent {
+    token: Token,
+    kind: Kind,
+    target: String,
+    key: String,
+    path: String,
+}
+
+impl Board {
+    const KEPT: usize = 64;
+
+    fn post(&self, sent: Sent) {
+        let mut board = self.sent.lock().unwrap();
+        if board.len() == Self::KEPT {
+            board.pop_front();
+        }
+        board.push_back(sent);
+    }
+
+    /// A request a client of another token sent lately, if any.
+    fn of_another(&self, token: Token, rng: &mut StdRng) -> Option<Sent> {
+        let board = self.sent.lock().unwrap();
+        let theirs: Vec<&Sent> = board.iter().filter(|s| s.token != token).collect();
+        (!theirs.is_empty()).then(|| theirs[rng.gen_range(0..theirs.len())].clone())
+    }
 }
 
 impl Ctx {
@@ -77,7 +114,37 @@ pub fn start(focus: Focus, phase: u64, ctx: &Ctx) -> JoinSet<()> {
             let (ctx2, rng) = (ctx.clone(), rng_for("lease"));
             tasks.spawn(lease(ctx2, rng, Pick::Only(ZIGZAG), 15));
         }
+        Focus::Rotation => {
+            for token in [Token::Old, Token::New, Token::Old, Token::New] {
+                let (c, r) = (ctx.clone(), rng_for("rotating"));
+                tasks.spawn(rotating(c, r, token, Pick::Only(HOT)));
+            }
+            let (c, r) = (ctx.clone(), rng_for("keyed"));
+            tasks.spawn(keyed(c, r, Pick::Only(HOT), Kind::KeyedNext, 20));
+        }
+        Focus::Retirement => {
+            // Every way of holding values of the doomed sequence: strict and keyed vends,
+            // client leases and the thick client's blocks (the instances' caches, when it is
+            // cached) — and strict vends of `hot` beside them, coalesced into the same
+            // statements, while the operator holds locks on `hot`.
+            for _ in 0..3 {
+                let (c, r) = (ctx.clone(), rng_for("strict"));
+                tasks.spawn(strict(c, r, Pick::Doomed, 50, 3));
+            }
+            let (c, r) = (ctx.clone(), rng_for("keyed"));
+            tasks.spawn(keyed(c, r, Pick::Doomed, Kind::KeyedNext, 50));
+            let (c, r) = (ctx.clone(), rng_for("lease"));
+            tasks.spawn(lease(c, r, Pick::Doomed, 50));
+            let (c, r) = (ctx.clone(), rng_for("strict"));
+            tasks.spawn(strict(c, r, Pick::Only(HOT), 20, 3));
+            let (c, r) = (ctx.clone(), rng_for("thick"));
+            tasks.spawn(thick_client(c, r));
+        }
         Focus::Chaos => {
+            for token in [Token::Old, Token::New] {
+                let (c, r) = (ctx.clone(), rng_for("rotating"));
+                tasks.spawn(rotating(c, r, token, Pick::Any));
+            }
             for _ in 0..4 {
                 let (ctx, rng) = (ctx.clone(), rng_for("strict"));
                 tasks.spawn(strict(ctx, rng, Pick::Any, 200, 3));
@@ -111,6 +178,8 @@ enum Pick {
     Only(&'static str),
     /// Any sequence of the chaotic phase, the live doomed one included.
     Any,
+    /// The live doomed sequence (`hot` while there is none).
+    Doomed,
 }
 
 impl Pick {
@@ -120,6 +189,10 @@ impl Pick {
             Pick::Any => {
                 let names = ctx.world.sequences();
                 names[rng.gen_range(0..names.len())].clone()
+            }
+            Pick::Doomed => {
+                let doomed = ctx.world.doomed.read().unwrap().last().cloned();
+                doomed.unwrap_or_else(|| HOT.to_owned())
             }
         }
     }
@@ -131,7 +204,13 @@ async fn strict(ctx: Ctx, mut rng: StdRng, pick: Pick, max: u32, instances: usiz
         let count = rng.gen_range(1..=max);
         let (address, via) = ctx.address(&mut rng, instances);
         let path = format!("/sequences/{name}/next?count={count}");
-        call(&ctx, Kind::Next, &name, None, &address, via, &path).await;
+        call(
+            &ctx,
+            &Request::plain(Kind::Next, &name, &path),
+            &address,
+            via,
+        )
+        .await;
     }
 }
 
@@ -141,7 +220,13 @@ async fn lease(ctx: Ctx, mut rng: StdRng, pick: Pick, max: u32) {
         let count = rng.gen_range(1..=max);
         let (address, via) = ctx.address(&mut rng, 3);
         let path = format!("/sequences/{name}/leases?count={count}");
-        call(&ctx, Kind::Lease, &name, None, &address, via, &path).await;
+        call(
+            &ctx,
+            &Request::plain(Kind::Lease, &name, &path),
+            &address,
+            via,
+        )
+        .await;
     }
 }
 
@@ -161,22 +246,95 @@ async fn keyed(ctx: Ctx, mut rng: StdRng, pick: Pick, kind: Kind, max: u32) {
             "next"
         };
         let path = format!("/sequences/{name}/{route}?count={count}");
+        let request = Request {
+            kind,
+            target: &name,
+            key: Some(&key),
+            token: Token::Vend,
+            path: &path,
+        };
         let attempts = rng.gen_range(1..=3);
         let mut sent = 0;
         if attempts >= 2 && rng.gen_bool(0.3) {
             let (a, via_a) = ctx.address(&mut rng, 3);
             let (b, via_b) = ctx.address(&mut rng, 3);
             tokio::join!(
-                call(&ctx, kind, &name, Some(&key), &a, via_a, &path),
-                call(&ctx, kind, &name, Some(&key), &b, via_b, &path),
+                call(&ctx, &request, &a, via_a),
+                call(&ctx, &request, &b, via_b),
             );
             sent = 2;
         }
         while sent < attempts {
             let (address, via) = ctx.address(&mut rng, 3);
-            call(&ctx, kind, &name, Some(&key), &address, via, &path).await;
+            call(&ctx, &request, &address, via).await;
             sent += 1;
         }
+    }
+}
+
+/// A client of the token rotation: keyed vends and leases with its own token, through the
+/// instances that accept it, each sent once or twice (a retry must replay). Half the time it
+/// takes a key another token's client sent — mostly with the same request, sometimes with
+/// another count: a key is its token's own, so either way it must be answered as a new key
+/// (values of its own), never with the other token's values nor 422.
+async fn rotating(ctx: Ctx, mut rng: StdRng, token: Token, pick: Pick) {
+    let instances = ctx.world.accepting(token);
+    let tag: u64 = rng.gen();
+    let mut n = 0u64;
+    while ctx.running() {
+        let fresh = |rng: &mut StdRng| {
+            let kind = if rng.gen_bool(0.5) {
+                Kind::KeyedNext
+            } else {
+                Kind::KeyedLease
+            };
+            let route = if kind == Kind::KeyedLease {
+                "leases"
+            } else {
+                "next"
+            };
+            let target = pick.name(&ctx, rng);
+            let path = format!(
+                "/sequences/{target}/{route}?count={}",
+                rng.gen_range(1..=20)
+            );
+            (kind, target, path)
+        };
+        let borrowed = match rng.gen_bool(0.5) {
+            true => ctx.board.of_another(token, &mut rng),
+            false => None,
+        };
+        let (kind, target, key, path) = match borrowed {
+            Some(sent) if rng.gen_bool(0.8) => (sent.kind, sent.target, sent.key, sent.path),
+            Some(sent) => {
+                let (kind, target, path) = fresh(&mut rng);
+                (kind, target, sent.key, path)
+            }
+            None => {
+                n += 1;
+                let (kind, target, path) = fresh(&mut rng);
+                (kind, target, format!("r-{tag:016x}-{n}"), path)
+            }
+        };
+        let request = Request {
+            kind,
+            target: &target,
+            key: Some(&key),
+            token,
+            path: &path,
+        };
+        for _ in 0..rng.gen_range(1..=2) {
+            let i = instances[rng.gen_range(0..instances.len())];
+            let (address, via) = (ctx.world.addresses[i].clone(), format!("instance {i}"));
+            call(&ctx, &request, &address, via).await;
+        }
+        ctx.board.post(Sent {
+            token,
+            kind,
+            target,
+            key,
+            path,
+        });
     }
 }
 
@@ -187,7 +345,13 @@ async fn counter(ctx: Ctx, mut rng: StdRng) {
         let (address, via) = ctx.address(&mut rng, 3);
         let path = format!("/families/{FAMILY}/counters/{key}/next?count={count}");
         let target = format!("{FAMILY}/{key}");
-        call(&ctx, Kind::Counter, &target, None, &address, via, &path).await;
+        call(
+            &ctx,
+            &Request::plain(Kind::Counter, &target, &path),
+            &address,
+            via,
+        )
+        .await;
     }
 }
 
@@ -196,45 +360,53 @@ async fn snowflake(ctx: Ctx, mut rng: StdRng) {
         let count = rng.gen_range(1..=500);
         let (address, via) = ctx.address(&mut rng, 3);
         let path = format!("/ids/snowflake?count={count}");
-        call(
-            &ctx,
-            Kind::Snowflake,
-            "snowflake",
-            None,
-            &address,
-            via,
-            &path,
-        )
-        .await;
+        let request = Request::plain(Kind::Snowflake, "snowflake", &path);
+        call(&ctx, &request, &address, via).await;
+    }
+}
+
+/// One call a client makes: what it asks of which target, with which token and key.
+struct Request<'a> {
+    kind: Kind,
+    target: &'a str,
+    key: Option<&'a str>,
+    token: Token,
+    path: &'a str,
+}
+
+impl<'a> Request<'a> {
+    /// A call with the token outside the rotation and no key.
+    fn plain(kind: Kind, target: &'a str, path: &'a str) -> Self {
+        Self {
+            kind,
+            target,
+            key: None,
+            token: Token::Vend,
+            path,
+        }
     }
 }
 
 /// Sends `POST path` and records the call and its answer.
-async fn call(
-    ctx: &Ctx,
-    kind: Kind,
-    target: &str,
-    key: Option<&str>,
-    address: &str,
-    via: String,
-    path: &str,
-) {
+async fn call(ctx: &Ctx, request: &Request<'_>, address: &str, via: String) {
     let invoked = ctx.history.now();
-    let mut request = ctx
+    let mut sent = ctx
         .http
-        .post(format!("{address}{path}"))
-        .bearer_auth(VEND)
+        .post(format!("{address}{}", request.path))
+        .bearer_auth(request.token.secret())
         .timeout(PATIENCE);
-    if let Some(key) = key {
-        request = request.header("Idempotency-Key", key);
+    if let Some(key) = request.key {
+        sent = sent.header("Idempotency-Key", key);
     }
-    let outcome = match request.send().await {
+    let mut replayed = false;
+    let outcome = match sent.send().await {
         Err(err) => Outcome::Unknown(short(&err)),
         Ok(response) => {
             let status = response.status();
+            replayed = response.headers().contains_key("idempotent-replayed");
             match response.json::<Value>().await {
                 Err(err) => Outcome::Unknown(short(&err)),
-                Ok(body) if status == StatusCode::OK => match values(kind, &body) {
+                Ok(body) if status == StatusCode::OK => match values(request.kind, &body) {
                     Some(values) => Outcome::Values(values),
                     None => Outcome::Refused(format!("200 unreadable: {body}")),
                 },
@@ -248,9 +420,12 @@ async fn call(
     };
     let nothing = matches!(outcome, Outcome::Unknown(_));
     ctx.history.op(Op {
-        kind,
-        target: target.to_owned(),
-        key: key.map(str::to_owned),
+        kind: request.kind,
+        target: request.target.to_owned(),
+        key: request.key.map(str::to_owned),
+        token: request.token,
+        request: request.path.to_owned(),
+        replayed,
         via,
         invoked,
         completed: ctx.history.now(),
@@ -330,8 +505,11 @@ async fn thick_client(ctx: Ctx, mut rng: StdRng) {
         let failed = !matches!(outcome, Outcome::Values(_));
         ctx.history.op(Op {
             kind: Kind::ThickClient,
+            request: format!("next_n({count})"),
             target: name,
             key: None,
+            token: Token::Vend,
+            replayed: false,
             via: "thick client".into(),
             invoked,
             completed: ctx.history.now(),
@@ -370,6 +548,9 @@ async fn thick_snowflake(ctx: Ctx, mut rng: StdRng) {
             kind: Kind::ThickSnowflake,
             target: "snowflake".into(),
             key: None,
+            token: Token::Vend,
+            request: format!("snowflakes.next_n({count})"),
+            replayed: false,
             via: "thick client".into(),
             invoked,
             completed: ctx.history.now(),

@@ -5,6 +5,8 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use crate::world::Token;
+
 /// What kind of call a client made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Kind {
@@ -65,6 +67,12 @@ pub struct Op {
     pub target: String,
     /// The `Idempotency-Key`, for keyed calls.
     pub key: Option<String>,
+    /// The vend token it was sent with: the owner of its key.
+    pub token: Token,
+    /// What was asked (the path and query), so that a key sent with two requests shows.
+    pub request: String,
+    /// Marked `Idempotent-Replayed`: the answer repeats a stored one.
+    pub replayed: bool,
     /// Which instance it was sent to (`thick` for the thick client).
     pub via: String,
     pub invoked: Duration,
@@ -77,6 +85,14 @@ impl Op {
         match &self.outcome {
             Outcome::Values(values) => values,
             _ => &[],
+        }
+    }
+
+    /// Answered 500: an error seqvend did not expect (the thick client words it its way).
+    pub fn internal_error(&self) -> bool {
+        match &self.outcome {
+            Outcome::Refused(why) => why.starts_with("500 ") || why.contains("answered 500 "),
+            _ => false,
         }
     }
 }

@@ -2,14 +2,15 @@
 //! clients of every kind recording each call and answer, and a hostile operator injecting
 //! faults at random — in phases that alternate a narrow focus with chaos. At the end the whole
 //! history is checked against seqvend's promises: no value twice, none outside a registry
-//! range, none another application drew, every replay equal to its first answer, nothing of
-//! a retired sequence after `DELETE` answered, Snowflake ids unique and increasing per worker,
-//! counter values unique per key.
+//! range, none another application drew, every replay equal to its first answer and given
+//! only to the token that sent its key (instances run mid-rotation of their vend tokens),
+//! nothing of a retired sequence after `DELETE` answered, Snowflake ids unique and increasing
+//! per worker, counter values unique per key, and no 500.
 //!
 //! A seed fixes the schedule: it is printed first and in every failure, and
 //! `SEQVEND_HISTORY_SEED=<n>` replays it; `SEQVEND_HISTORY_SECONDS` sets how long a seed runs
 //! (30 s by default; `loadtest/history.sh` runs 600); `SEQVEND_HISTORY_FOCUS=rewind` (or
-//! `keyed`, `chaos`) runs only phases of that kind. Without a seed, CI runs a fixed seed and a
+//! `keyed`, `rotation`, `retire`, `chaos`) runs only phases of that kind. Without a seed, CI runs a fixed seed and a
 //! random one.
 
 mod check;
@@ -58,6 +59,7 @@ async fn concurrent_clients_and_a_hostile_operator_never_see_a_promise_broken() 
 async fn run(seed: u64, total: Duration) -> (usize, String) {
     println!("history seed {seed}: {total:?} (replay: SEQVEND_HISTORY_SEED={seed})");
     let history = Arc::new(History::new(seed));
+    let board = Arc::new(clients::Board::default());
     let world = Arc::new(World::start("history").await);
     let http = reqwest::Client::builder()
         .pool_max_idle_per_host(32)
@@ -73,6 +75,7 @@ async fn run(seed: u64, total: Duration) -> (usize, String) {
             world: world.clone(),
             stop: stop.clone(),
             http: http.clone(),
+            board: board.clone(),
         };
         let from = history.now();
         let mut clients = clients::start(phase.focus, n as u64, &ctx);

@@ -22,6 +22,10 @@ use crate::world::{CACHED, DOWN, HOT, STEP, UPS, ZIGZAG};
 /// How its sessions are told apart from seqvend's (which it terminates).
 const APPLICATION: &str = "history-operator";
 
+/// How often a retirement answered 503 (or not at all) is sent again before it counts as
+/// failed: each waits at most an instance lease plus the registry deadline.
+const RETIRE_ATTEMPTS: usize = 5;
+
 /// Sessions rewinding at once in the focused rewind phase.
 const REWINDERS: u64 = 1;
 
@@ -72,6 +76,23 @@ impl Operator {
                         self.rewind_to_start(ZIGZAG).await;
                     }
                     self.pause(20, 100).await;
+                }
+            }
+            // The clients are the test: keys reused across tokens need no fault to collide.
+            Focus::Rotation => {}
+            Focus::Retirement => {
+                while self.running() {
+                    if self.ctx.world.doomed.read().unwrap().is_empty() {
+                        self.new_doomed().await;
+                    }
+                    // Long enough for instances to cache it and clients to lease it.
+                    self.pause(500, 2_500).await;
+                    if self.rng.gen_bool(0.5) {
+                        self.hold_lock_beside().await;
+                    }
+                    if self.running() {
+                        self.retire_doomed().await;
+                    }
                 }
             }
             Focus::Chaos => {
@@ -363,6 +384,16 @@ impl Operator {
         self.hold(kind, format!("{name} (range {})", range.id), sql);
     }
 
+    /// A lock on `hot` (its range's sequence or registry row), which vends of the doomed
+    /// sequence share statements with: a retirement must not wait on it.
+    async fn hold_lock_beside(&mut self) {
+        if self.rng.gen_bool(0.5) {
+            self.hold_sequence_lock(HOT).await;
+        } else {
+            self.hold_registry_row(HOT).await;
+        }
+    }
+
     fn hold(&mut self, kind: &'static str, target: String, sql: String) {
         let hold = Duration::from_millis(self.rng.gen_range(200..=3_000));
         let (url, history) = (self.ctx.world.pg.url.clone(), self.ctx.history.clone());
@@ -501,6 +532,17 @@ impl Operator {
         path: &str,
         body: Option<Value>,
     ) -> Option<StatusCode> {
+        Some(self.admin_answer(method, path, body).await?.0)
+    }
+
+    /// An admin call's status and its error's message (empty on success), `None` without an
+    /// answer.
+    async fn admin_answer(
+        &mut self,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> Option<(StatusCode, String)> {
         let i = self.rng.gen_range(0..self.ctx.world.addresses.len());
         let mut request = self
             .ctx
@@ -511,7 +553,14 @@ impl Operator {
         if let Some(body) = body {
             request = request.json(&body);
         }
-        Some(request.send().await.ok()?.status())
+        let response = request.send().await.ok()?;
+        let status = response.status();
+        let body: Value = response.json().await.unwrap_or(Value::Null);
+        let why = match body["error"].as_str() {
+            Some(code) => format!("{code}: {}", body["message"].as_str().unwrap_or("")),
+            None => String::new(),
+        };
+        Some((status, why))
     }
 
     async fn add_range(&mut self, name: &str) {
@@ -580,17 +629,34 @@ impl Operator {
         }
     }
 
-    /// Retires the live doomed sequence and makes the next one.
+    /// Retires the live doomed sequence and makes the next one. A 503 (or no answer) is
+    /// retried, as the README tells an operator to (`DELETE` again waits for the instances'
+    /// leases): only a retirement that answered 200 is one the checker can hold seqvend to.
+    /// Every attempt's answer goes into the fault's detail, so a 503 shows its reason.
     async fn retire_doomed(&mut self) {
         let Some(name) = self.ctx.world.doomed.read().unwrap().last().cloned() else {
             return self.new_doomed().await;
         };
         let invoked = self.ctx.history.now();
-        let status = self
-            .admin(Method::DELETE, &format!("/sequences/{name}"), None)
-            .await;
+        let path = format!("/sequences/{name}");
+        let mut attempts = Vec::new();
+        let mut applied = false;
+        while attempts.len() < RETIRE_ATTEMPTS {
+            let answer = self.admin_answer(Method::DELETE, &path, None).await;
+            applied = matches!(answer, Some((StatusCode::OK, _)));
+            attempts.push(match &answer {
+                Some((status, why)) => format!("{} {why}", status.as_u16()),
+                None => "no answer".to_owned(),
+            });
+            let again = match &answer {
+                None => true,
+                Some((status, _)) => *status == StatusCode::SERVICE_UNAVAILABLE,
+            };
+            if applied || !again {
+                break;
+            }
+        }
         let answered = self.ctx.history.now();
-        let applied = status == Some(StatusCode::OK);
         if applied {
             self.ctx.history.retired(Retirement {
                 sequence: name.clone(),
@@ -604,7 +670,7 @@ impl Operator {
             &name,
             invoked,
             applied,
-            format!("{status:?}"),
+            attempts.join("; "),
         );
     }
 

@@ -21,11 +21,17 @@ pub fn write(
         "history seed {seed} (replay: SEQVEND_HISTORY_SEED={seed})"
     );
     for (name, from, to) in history.phases.lock().unwrap().iter() {
+        let during: Vec<&Op> = ops
+            .iter()
+            .filter(|op| (*from..*to).contains(&op.invoked))
+            .collect();
+        let internal = during.iter().filter(|op| op.internal_error()).count();
         let _ = writeln!(
             out,
-            "  phase {:>6.1}s – {:>6.1}s  {name}",
+            "  phase {:>6.1}s – {:>6.1}s  {name:<48} {:>7} operations, {internal} answered 500",
             from.as_secs_f64(),
-            to.as_secs_f64()
+            to.as_secs_f64(),
+            during.len()
         );
     }
     operations(&mut out, ops);
@@ -84,12 +90,104 @@ pub fn write(
         }
         out.push('\n');
     }
+    retirements(&mut out, history, faults);
     let _ = writeln!(out, "violations: {}", violations.total());
     for (kind, (count, shown)) in &violations.by_kind {
         let _ = writeln!(out, "  {kind}: {count}");
         for detail in shown {
             let _ = writeln!(out, "    - {detail}");
         }
+    }
+    let figures = Figures {
+        ops,
+        faults,
+        sequence_values: claims.len(),
+        counter_values: counted,
+        ids,
+        retirements: history.retirements.lock().unwrap().len(),
+        violations,
+    };
+    figures.row(&mut out, history);
+    out
+}
+
+/// The run in one table row, to paste into RELIABILITY.md.
+struct Figures<'a> {
+    ops: &'a [Op],
+    faults: &'a [Fault],
+    sequence_values: usize,
+    counter_values: usize,
+    ids: usize,
+    retirements: usize,
+    violations: &'a Violations,
+}
+
+impl Figures<'_> {
+    const HEADER: &'static str = "| seed | phases | operations | values | faults injected \
+        | retirements checked | 500s answered | violations |\n|---|---|---|---|---|---|---|---|";
+
+    fn row(&self, out: &mut String, history: &History) {
+        let phases: Vec<String> = history
+            .phases
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(name, from, to)| {
+                let kind = name.split(':').next().unwrap_or(name);
+                format!("{kind} {:.0} s", (*to - *from).as_secs_f64())
+            })
+            .collect();
+        let mut faults: BTreeMap<&str, usize> = BTreeMap::new();
+        for fault in self.faults.iter().filter(|f| f.applied) {
+            *faults.entry(fault.kind).or_default() += 1;
+        }
+        let mut faults: Vec<(&str, usize)> = faults.into_iter().collect();
+        faults.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        let faults: Vec<String> = faults
+            .iter()
+            .map(|(kind, n)| format!("{} {kind}", thousands(*n)))
+            .collect();
+        let applied = self.faults.iter().filter(|f| f.applied).count();
+        let violations = if self.violations.total() == 0 {
+            "0".to_owned()
+        } else {
+            let kinds: Vec<String> = self
+                .violations
+                .by_kind
+                .iter()
+                .map(|(kind, (n, _))| format!("{} {kind}", thousands(*n)))
+                .collect();
+            kinds.join(", ")
+        };
+        let internal = self.ops.iter().filter(|op| op.internal_error()).count();
+        let _ = writeln!(out, "figures (for RELIABILITY.md):\n{}", Self::HEADER);
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} of sequences, {} of counters, {} Snowflake ids | {}: {} | {} \
+             | {} | {violations} |",
+            history.seed,
+            phases.join(", "),
+            thousands(self.ops.len()),
+            thousands(self.sequence_values),
+            thousands(self.counter_values),
+            thousands(self.ids),
+            thousands(applied),
+            faults.join(", "),
+            thousands(self.retirements),
+            thousands(internal),
+        );
+    }
+}
+
+/// 12345 as "12,345".
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
     }
     out
 }
@@ -138,4 +236,48 @@ fn operations(out: &mut String, ops: &[Op]) {
 /// A refusal's reason, cut short: the thick client's errors carry their detail.
 fn clip(why: &str) -> String {
     why.chars().take(70).collect()
+}
+
+/// Every retirement tried: how many answered 200 (and so were checked), and each attempt's
+/// answer — a 503 says why.
+fn retirements(out: &mut String, history: &History, faults: &[Fault]) {
+    let tried: Vec<&Fault> = faults
+        .iter()
+        .filter(|f| f.kind == "sequence retired")
+        .collect();
+    let checked = history.retirements.lock().unwrap().len();
+    let _ = writeln!(
+        out,
+        "retirements: {} tried, {checked} answered 200 and checked",
+        tried.len()
+    );
+    for f in tried {
+        let _ = write!(
+            out,
+            "  {} at {:.3}s–{:.3}s: {}",
+            f.target,
+            f.started.as_secs_f64(),
+            f.ended.as_secs_f64(),
+            f.detail
+        );
+        // What else the operator did meanwhile (rewinds aside: there are hundreds), so that
+        // a 503 shows whether a fault explains it.
+        let beside: Vec<String> = faults
+            .iter()
+            .filter(|o| o.kind != "rewind" && o.kind != "sequence retired")
+            .filter(|o| o.started <= f.ended && o.ended >= f.started)
+            .map(|o| {
+                format!(
+                    "{} at {:.3}s–{:.3}s",
+                    o.kind,
+                    o.started.as_secs_f64(),
+                    o.ended.as_secs_f64()
+                )
+            })
+            .collect();
+        if !beside.is_empty() {
+            let _ = write!(out, " (meanwhile: {})", beside.join(", "));
+        }
+        out.push('\n');
+    }
 }

@@ -19,15 +19,25 @@ pub enum Focus {
     /// Keyed leases and vends of `zigzag` and their retries, while the operator keeps adding
     /// ranges high, low, high: leases roll over into lower ranges and back.
     KeyedRollover,
+    /// Keyed vends and leases of `hot` with the two tokens of a rotation, through instances
+    /// that list them in different places, each token's clients often reusing the other's
+    /// keys: a key belongs to its token, never to a place in a list.
+    Rotation,
+    /// The live doomed sequence vended, leased and cached from every side while the operator
+    /// retires it (and the next, and the next) and holds locks on `hot` beside it.
+    Retirement,
     /// Every kind of client and every kind of fault at once.
     Chaos,
 }
 
 impl Focus {
+    /// Its label (as `SEQVEND_HISTORY_FOCUS` names it), a colon, what it does.
     pub fn name(self) -> &'static str {
         match self {
-            Focus::Rewind => "focused: rewinds under small batches",
-            Focus::KeyedRollover => "focused: keyed leases rolling over",
+            Focus::Rewind => "rewind: small batches while the range is rewound",
+            Focus::KeyedRollover => "keyed: keyed leases rolling over",
+            Focus::Rotation => "rotation: keys reused across a token rotation",
+            Focus::Retirement => "retire: retirements under every kind of client",
             Focus::Chaos => "chaos: every client, every fault",
         }
     }
@@ -61,28 +71,34 @@ pub fn run_length() -> Duration {
     Duration::from_secs(seconds)
 }
 
-/// `SEQVEND_HISTORY_FOCUS` (`rewind`, `keyed` or `chaos`): every phase of that one kind, to
-/// hunt one race.
+/// `SEQVEND_HISTORY_FOCUS` (`rewind`, `keyed`, `rotation`, `retire` or `chaos`): every phase
+/// of that one kind, to hunt one race.
 pub fn focus_from_env() -> Option<Focus> {
     let text = std::env::var("SEQVEND_HISTORY_FOCUS").ok()?;
     Some(match text.trim() {
         "rewind" => Focus::Rewind,
         "keyed" => Focus::KeyedRollover,
+        "rotation" => Focus::Rotation,
+        "retire" => Focus::Retirement,
         "chaos" => Focus::Chaos,
-        other => panic!("SEQVEND_HISTORY_FOCUS is rewind, keyed or chaos, not {other:?}"),
+        other => panic!(
+            "SEQVEND_HISTORY_FOCUS is rewind, keyed, rotation, retire or chaos, not {other:?}"
+        ),
     })
 }
 
-/// Phases filling `total`: a focused one, chaos, the other focus, chaos, … — which focus
-/// comes first, and each phase's length (8–15 s), drawn from the seed. With `only`, every
-/// phase is of that kind.
+/// Phases filling `total`: a focused one, chaos, the next focus, chaos, … — the foci taken in
+/// turn from a point the seed draws, each phase 6–10 s long (also drawn). Thirty seconds hold
+/// two foci, so CI's two seeds try up to four. With `only`, every phase is of that kind.
 pub fn plan(seed: u64, total: Duration, only: Option<Focus>) -> Vec<Phase> {
+    const FOCI: [Focus; 4] = [
+        Focus::Rewind,
+        Focus::KeyedRollover,
+        Focus::Rotation,
+        Focus::Retirement,
+    ];
     let mut rng = rng(seed, "plan", 0);
-    let foci = if rng.gen_bool(0.5) {
-        [Focus::Rewind, Focus::KeyedRollover]
-    } else {
-        [Focus::KeyedRollover, Focus::Rewind]
-    };
+    let first = rng.gen_range(0..FOCI.len());
     let mut phases = Vec::new();
     let mut planned = Duration::ZERO;
     let mut i = 0;
@@ -92,9 +108,9 @@ pub fn plan(seed: u64, total: Duration, only: Option<Focus>) -> Vec<Phase> {
         } else if i % 2 == 1 {
             Focus::Chaos
         } else {
-            foci[(i / 2) % 2]
+            FOCI[(first + i / 2) % FOCI.len()]
         };
-        let length = Duration::from_secs(rng.gen_range(8..=15)).min(total - planned);
+        let length = Duration::from_secs(rng.gen_range(6..=10)).min(total - planned);
         phases.push(Phase { focus, length });
         planned += length;
         i += 1;

@@ -8,7 +8,7 @@ use std::sync::{Mutex, RwLock};
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
-use crate::harness::{admin, Pg, Seqvend};
+use crate::harness::{admin, Pg, Seqvend, VEND};
 
 /// The strict sequence of the focused rewind phase: high-rate small batches.
 pub const HOT: &str = "hot";
@@ -29,6 +29,44 @@ pub const COUNTER_KEYS: usize = 24;
 
 /// How long a client lease may be used (the thick client's bound after a retirement).
 pub const CLIENT_LEASE_MS: u64 = 5_000;
+
+/// A vend token. `Old` and `New` are in rotation: instances disagree on which they accept, and
+/// so on each token's place in their `SEQVEND_VEND_TOKENS`. Each token's idempotency keys
+/// are its own, whichever instance it is sent to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Token {
+    /// Accepted by every instance, first in every list: the clients outside the rotation.
+    Vend,
+    Old,
+    New,
+}
+
+impl Token {
+    pub fn secret(self) -> &'static str {
+        match self {
+            Token::Vend => VEND,
+            Token::Old => "history-vend-old",
+            Token::New => "history-vend-new",
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Token::Vend => "vend",
+            Token::Old => "old",
+            Token::New => "new",
+        }
+    }
+}
+
+/// Each instance's vend tokens, mid-rotation: the first accepts old and new, the second only
+/// new (rotated), the third only old (not yet). `old` is second in the first and third lists,
+/// as `new` is in the second's; `new` is third in the first's.
+const VEND_TOKENS: [&[Token]; 3] = [
+    &[Token::Vend, Token::Old, Token::New],
+    &[Token::Vend, Token::New],
+    &[Token::Vend, Token::Old],
+];
 
 /// Short leases (cache 4 s, renewed each second; client 5 s; worker ids 3 s): retirements,
 /// kills and takeovers play out within a phase.
@@ -58,8 +96,12 @@ impl World {
     pub async fn start(label: &str) -> World {
         let pg = Pg::start(label, &[]).await;
         let mut instances = Vec::new();
-        for _ in 0..3 {
-            instances.push(Seqvend::start(&pg.url, &INSTANCE_ENV).await);
+        for tokens in VEND_TOKENS {
+            let tokens: Vec<&str> = tokens.iter().map(|t| t.secret()).collect();
+            let tokens = tokens.join(",");
+            let mut env = INSTANCE_ENV.to_vec();
+            env.push(("SEQVEND_VEND_TOKENS", &tokens));
+            instances.push(Seqvend::start(&pg.url, &env).await);
         }
         let addresses: Vec<String> = instances.iter().map(Seqvend::address).collect();
         let world = World {
@@ -114,6 +156,13 @@ impl World {
             .await;
             assert_eq!(status, StatusCode::CREATED, "{answer}");
         }
+    }
+
+    /// The instances (by number) that accept `token`.
+    pub fn accepting(&self, token: Token) -> Vec<usize> {
+        (0..self.addresses.len())
+            .filter(|&i| VEND_TOKENS[i].contains(&token))
+            .collect()
     }
 
     /// The sequences clients draw from in a chaotic phase.
