@@ -20,6 +20,7 @@ mod idempotency;
 mod ids;
 mod leases;
 mod names;
+mod never_twice;
 mod observability;
 mod outage;
 mod restore;
