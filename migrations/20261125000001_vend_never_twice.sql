@@ -218,8 +218,11 @@ DECLARE
 BEGIN
     PERFORM set_config('synchronous_commit', 'on', true);
     -- Short: a lock held longer than this by someone else (a DBA's open ALTER SEQUENCE, a
-    -- row left locked) fails the one sequence that needs it, not the batch.
-    PERFORM set_config('lock_timeout', '200ms', true);
+    -- row left locked) fails the one sequence that needs it, not the batch. The session's
+    -- seqvend.lock_timeout (milliseconds, SEQVEND_LOCK_TIMEOUT_MS) if set, else 200 ms.
+    PERFORM set_config('lock_timeout',
+                       coalesce(nullif(current_setting('seqvend.lock_timeout', true), ''), '200'),
+                       true);
 
     -- 1. Lock the batch. In name order, take each named sequence's lock shared (vends do not
     --    block each other, but a retirement or a new range waits for the vends in flight, and

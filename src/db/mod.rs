@@ -29,7 +29,8 @@ pub use vend_pool::{discard, VendConnection, VendPool};
 /// Session settings for every seqvend connection, both pools alike. `synchronous_commit = on`
 /// is what makes a vend's commit wait for its WAL flush (and for a synchronous standby) before
 /// the values are returned, whatever the server's or the role's default says. `search_path`:
-/// see `migrate`. `client_min_messages`: no "schema already exists, skipping" at every start.
+/// see `migrate`. `seqvend.lock_timeout`: see `DatabaseSettings::lock_timeout`.
+/// `client_min_messages`: no "schema already exists, skipping" at every start.
 fn session_settings(settings: &DatabaseSettings) -> Vec<(&'static str, String)> {
     vec![
         ("synchronous_commit", "on".into()),
@@ -37,6 +38,11 @@ fn session_settings(settings: &DatabaseSettings) -> Vec<(&'static str, String)> 
         (
             "statement_timeout",
             settings.statement_timeout.as_millis().to_string(),
+        ),
+        // Read by the vend statement, which sets `lock_timeout` for its own transaction.
+        (
+            "seqvend.lock_timeout",
+            settings.lock_timeout.as_millis().to_string(),
         ),
         ("idle_in_transaction_session_timeout", "60000".into()),
         ("client_min_messages", "warning".into()),

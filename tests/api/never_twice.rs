@@ -12,6 +12,8 @@ use rand::Rng;
 use reqwest::{Method, StatusCode};
 use serde_json::json;
 
+use seqvend::settings::DatabaseSettings;
+
 use crate::helpers::*;
 
 /// The range seqvend draws `name` from now: its id and its PostgreSQL sequence.
@@ -184,7 +186,8 @@ const DBA_LOCKS: &[DbaLock] = &[
 ];
 
 /// A lock a DBA leaves on one sequence of a coalesced batch answers that sequence's requests
-/// `unavailable`, soon, and the batch's other sequences get their values, none burned.
+/// `unavailable`, soon, and the batch's other sequences get their values, none burned. (A
+/// plain session: the statement's own 200 ms lock timeout, as when a pooler drops seqvend's.)
 #[tokio::test(flavor = "multi_thread")]
 async fn a_lock_left_on_one_sequence_fails_only_that_sequence_of_the_batch_and_soon() {
     let db = TestDb::shared().await;
@@ -258,7 +261,9 @@ async fn a_lock_left_on_one_sequence_fails_only_that_sequence_of_the_batch_and_s
 #[tokio::test(flavor = "multi_thread")]
 async fn a_sequence_a_dba_holds_answers_503_soon_and_counts_no_failure() {
     let db = TestDb::shared().await;
-    let app = spawn_app_on(&db, test_settings()).await;
+    let mut settings = test_settings();
+    settings.database.lock_timeout = DatabaseSettings::default().lock_timeout;
+    let app = spawn_app_on(&db, settings).await;
     app.create_ok("held", 1, 1000).await;
     app.create_ok("other", 1, 1000).await;
     assert_eq!(app.next_value("held").await, 1);
