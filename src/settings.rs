@@ -105,6 +105,11 @@ pub struct DatabaseSettings {
     pub tcp_timeout: Duration,
     /// Server-side limit on any one statement.
     pub statement_timeout: Duration,
+    /// Longest the vend statement waits for any one lock (another session's open
+    /// `ALTER SEQUENCE`, a registry row it holds, another instance's draw of the same range)
+    /// before it answers that sequence alone 503; zero waits as long as `statement_timeout`
+    /// allows. The statement falls back to 200 ms when the session option is dropped.
+    pub lock_timeout: Duration,
     /// How long startup waits for the database to answer.
     pub startup_patience: Duration,
 }
@@ -211,6 +216,7 @@ impl Default for DatabaseSettings {
             connect_timeout: Duration::from_millis(1000),
             tcp_timeout: Duration::from_secs(10),
             statement_timeout: Duration::from_millis(5000),
+            lock_timeout: Duration::from_millis(200),
             startup_patience: Duration::from_secs(30),
         }
     }
@@ -276,6 +282,7 @@ impl Settings {
             connect_timeout: millis(get("SEQVEND_DB_TIMEOUT_MS"), db.connect_timeout)?,
             tcp_timeout: millis(get("SEQVEND_DB_TCP_TIMEOUT_MS"), db.tcp_timeout)?,
             statement_timeout: millis(get("SEQVEND_STATEMENT_TIMEOUT_MS"), db.statement_timeout)?,
+            lock_timeout: millis(get("SEQVEND_LOCK_TIMEOUT_MS"), db.lock_timeout)?,
             startup_patience: db.startup_patience,
         };
         // The kernel counts keepalives in whole seconds: less than one would refuse every connection.

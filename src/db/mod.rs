@@ -31,7 +31,8 @@ pub use vend_pool::{discard, VendConnection, VendPool};
 /// Session settings for every seqvend connection, both pools alike. `synchronous_commit = on`
 /// is what makes a vend's commit wait for its WAL flush (and for a synchronous standby) before
 /// the values are returned, whatever the server's or the role's default says. `search_path`:
-/// see `migrate`. `client_min_messages`: no "schema already exists, skipping" at every start.
+/// see `migrate`. `seqvend.lock_timeout`: see `DatabaseSettings::lock_timeout`.
+/// `client_min_messages`: no "schema already exists, skipping" at every start.
 fn session_settings(settings: &DatabaseSettings) -> Vec<(&'static str, String)> {
     vec![
         ("synchronous_commit", "on".into()),
@@ -39,6 +40,11 @@ fn session_settings(settings: &DatabaseSettings) -> Vec<(&'static str, String)> 
         (
             "statement_timeout",
             settings.statement_timeout.as_millis().to_string(),
+        ),
+        // Read by the vend statement, which sets `lock_timeout` for its own transaction.
+        (
+            "seqvend.lock_timeout",
+            settings.lock_timeout.as_millis().to_string(),
         ),
         ("idle_in_transaction_session_timeout", "60000".into()),
         ("client_min_messages", "warning".into()),
@@ -132,10 +138,20 @@ impl Database {
     }
 }
 
+/// One sequence the database could not serve now, while the statement itself succeeded: a
+/// lock another session held past the vend statement's lock timeout, a deadlock or a
+/// serialization conflict. Says which.
+#[derive(Debug, thiserror::Error)]
+#[error("the sequence could not be served now: {0}")]
+pub struct Busy(pub String);
+
 /// True when the failure means "the database cannot serve now" (down, restarting, failing
 /// over, overloaded, too slow) rather than a fault in the request or in seqvend.
 pub fn is_unavailable(err: &anyhow::Error) -> bool {
     err.chain().any(|cause| {
+        if cause.downcast_ref::<Busy>().is_some() {
+            return true;
+        }
         if let Some(pg) = cause.downcast_ref::<tokio_postgres::Error>() {
             return pg.is_closed() || pg.code().is_none_or(|c| unavailable_code(c.code()));
         }
@@ -159,9 +175,14 @@ pub fn is_unavailable(err: &anyhow::Error) -> bool {
 }
 
 /// SQLSTATEs that mean the server cannot take work now: connection exceptions (08),
-/// shutdowns and cancellations (57), lack of resources (53), a read-only standby (25006).
+/// shutdowns and cancellations (57), lack of resources (53), a read-only standby (25006), and
+/// the transient conflicts a retry gets past: a lock not granted within `lock_timeout`
+/// (55P03), a deadlock (40P01), a serialization failure (40001).
 fn unavailable_code(code: &str) -> bool {
-    code.starts_with("08") || code.starts_with("57") || code.starts_with("53") || code == "25006"
+    code.starts_with("08")
+        || code.starts_with("57")
+        || code.starts_with("53")
+        || matches!(code, "25006" | "55P03" | "40P01" | "40001")
 }
 
 /// Waits until the database answers, for at most `patience`; used once at startup so that
@@ -194,5 +215,24 @@ fn is_misconfiguration(err: &sqlx::Error) -> bool {
             .is_some_and(|inner| inner.downcast_ref::<rustls::Error>().is_some()),
         sqlx::Error::Database(db) => db.code().is_some_and(|code| code.starts_with("28")),
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transient_conflicts_are_unavailable_and_faults_are_not() {
+        for code in [
+            "55P03", "40P01", "40001", "57014", "08006", "53300", "25006",
+        ] {
+            assert!(unavailable_code(code), "{code}");
+        }
+        for code in ["2200H", "42P01", "XX000", "23505"] {
+            assert!(!unavailable_code(code), "{code}");
+        }
+        let busy = anyhow::Error::new(Busy("lock timeout".into())).context("leasing");
+        assert!(is_unavailable(&busy));
     }
 }

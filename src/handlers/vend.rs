@@ -61,7 +61,7 @@ pub enum Vended<'a> {
         (status = 410, description = "sequence_retired", body = ErrorBody),
         (status = 422, description = "idempotency_key_reused: the key was first sent with another request", body = ErrorBody),
         (status = 500, description = "sequence_failed (its PostgreSQL sequence was dropped or altered beyond repair) or internal", body = ErrorBody),
-        (status = 503, description = "unavailable: database down or slow, or queue full", body = ErrorBody),
+        (status = 503, description = "unavailable: database down or slow, queue full, or the sequence held by another database session (a lock past 200 ms, a conflict)", body = ErrorBody),
     )
 )]
 pub async fn next(
@@ -155,6 +155,10 @@ fn vended(outcome: Outcome, name: &SequenceName) -> Result<Vec<i64>, ApiError> {
         Outcome::Retired => Err(ApiError::SequenceRetired(name.to_string())),
         Outcome::NotFound => Err(ApiError::sequence_not_found(name.as_str())),
         Outcome::Failed(reason) => Err(ApiError::SequenceFailed(name.to_string(), reason)),
+        // Logged, with its reason, where the statement answered.
+        Outcome::Unavailable(_) => Err(ApiError::Unavailable(
+            "the sequence is held by another database session (a lock or a conflicting draw)",
+        )),
         Outcome::Replayed { .. } | Outcome::KeyReused => Err(ApiError::Internal(anyhow::anyhow!(
             "an idempotent answer reached the plain vend path"
         ))),

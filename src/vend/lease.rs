@@ -191,6 +191,13 @@ pub async fn lease(
         }
         "retired" => Leased::Retired,
         "not_found" => Leased::NotFound,
+        "unavailable" => {
+            // Judged "unavailable" with the statement's other failures (`db::is_unavailable`).
+            return Err(anyhow::Error::new(crate::db::Busy(
+                detail.unwrap_or_default(),
+            )))
+            .context(format!("leasing from sequence {name}"));
+        }
         "failed" => {
             let reason = detail.unwrap_or_default();
             tracing::error!(

@@ -32,6 +32,10 @@ pub enum Outcome {
     /// The sequence failed on its own (e.g. its PostgreSQL sequence was dropped or altered
     /// beyond repair); the other sequences of the statement were served. Says why.
     Failed(String),
+    /// The sequence could not be served now (a lock another session held past the statement's
+    /// lock timeout, a deadlock, a conflict): worth retrying; the other sequences of the
+    /// statement were served. Says why.
+    Unavailable(String),
     /// The request's idempotency key already had an answer: the values (status 200) or the
     /// exhaustion (409) it got then.
     Replayed {
@@ -114,6 +118,15 @@ pub async fn vend(
             "key_reused" => vec![Outcome::KeyReused; indexes.len()],
             "retired" => vec![Outcome::Retired; indexes.len()],
             "not_found" => vec![Outcome::NotFound; indexes.len()],
+            "unavailable" => {
+                let reason = detail.unwrap_or_default();
+                tracing::warn!(
+                    sequence = name,
+                    reason,
+                    "a sequence could not be served now"
+                );
+                vec![Outcome::Unavailable(reason); indexes.len()]
+            }
             "failed" => {
                 let reason = detail.unwrap_or_default();
                 tracing::error!(sequence = name, reason, "vending from a sequence failed");

@@ -606,6 +606,7 @@ async fn a_waiting_statement_holds_up_only_its_own_lane() {
     release(&blocker).await;
     assert_eq!(gate.wait().await.unwrap(), Outcome::Values(vec![1]));
     while let Some(vend) = vends.join_next().await {
-        assert!(matches!(vend.unwrap(), Ok(Outcome::Values(_))));
+        let vend = vend.unwrap();
+        assert!(matches!(vend, Ok(Outcome::Values(_))), "{vend:?}");
     }
 }

@@ -161,10 +161,14 @@ async fn delete_waits_for_a_draw_in_flight() {
     let db = TestDb::shared().await;
     let app = Arc::new(spawn_app_on(&db, test_settings()).await);
     app.create_ok("inflight", 1, 1000).await;
-    // Holding the range's row: the vend statement draws, then waits to write its mark.
+    // Holding the range's PostgreSQL sequence (the tests' vend statements wait on locks as
+    // long as it takes): the vend statement holds the sequence's lock shared, then waits.
     let blocker = db.connect().await;
     blocker
-        .batch_execute("BEGIN; SELECT 1 FROM seqvend.ranges FOR UPDATE")
+        .batch_execute(
+            "BEGIN; DO $$ BEGIN EXECUTE format('ALTER SEQUENCE %s INCREMENT BY 1', \
+             (SELECT pg_sequence FROM seqvend.ranges)); END $$",
+        )
         .await
         .unwrap();
     let vend = tokio::spawn({
@@ -178,8 +182,8 @@ async fn delete_waits_for_a_draw_in_flight() {
     };
     eventually(
         Duration::from_secs(10),
-        "the vend waits to write its mark",
-        waiting("transactionid", "%seqvend.vend%"),
+        "the vend waits for the sequence",
+        waiting("relation", "%seqvend.vend%"),
     )
     .await;
     let retire = tokio::spawn({

@@ -50,6 +50,9 @@ pub fn test_settings() -> Settings {
         database: DatabaseSettings {
             vend_pool_size: 4,
             admin_pool_size: 4,
+            // Many tests hold a vend statement on a range's lock until they let it go; the
+            // lock timeout has tests of its own (never_twice.rs), which set it.
+            lock_timeout: Duration::ZERO,
             ..Default::default()
         },
         // Tests are about what is vended, not how fast: on a loaded machine a slow answer must

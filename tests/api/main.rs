@@ -21,6 +21,7 @@ mod ids;
 mod leases;
 mod leases_never_twice;
 mod names;
+mod never_twice;
 mod observability;
 mod outage;
 mod restore;

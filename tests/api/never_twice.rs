@@ -1,0 +1,452 @@
+//! The first promise under concurrency: never a value twice, never one outside a range, while
+//! other sessions rewind, lock, narrow or drain what seqvend draws from. Most tests here call
+//! the vend statement directly, several sessions at once, the way a coalesced batch runs it, so
+//! that which sequences share a statement is the test's choice.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rand::Rng;
+use reqwest::{Method, StatusCode};
+use serde_json::json;
+
+use seqvend::settings::DatabaseSettings;
+
+use crate::helpers::*;
+
+/// The range seqvend draws `name` from now: its id and its PostgreSQL sequence.
+async fn active_range(client: &tokio_postgres::Client, name: &str) -> (i32, String) {
+    let row = client
+        .query_one(
+            "SELECT r.id, r.pg_sequence::text FROM seqvend.ranges r \
+               JOIN seqvend.sequences s ON s.id = r.sequence_id \
+              WHERE s.name = $1 AND r.status = 'active'",
+            &[&name],
+        )
+        .await
+        .unwrap();
+    (row.get(0), row.get(1))
+}
+
+/// One statement's answer for one sequence: its outcome and values.
+#[derive(Debug, PartialEq)]
+struct Answer {
+    name: String,
+    outcome: String,
+    values: Option<Vec<i64>>,
+}
+
+/// Runs `seqvend.vend` for `asks` (name, count) as one statement, the way a coalesced batch
+/// does, and returns an answer per sequence, in name order.
+async fn vend(client: &tokio_postgres::Client, asks: &[(&str, i32)]) -> Vec<Answer> {
+    let names: Vec<&str> = asks.iter().map(|a| a.0).collect();
+    let counts: Vec<i32> = asks.iter().map(|a| a.1).collect();
+    let rows = client
+        .query(
+            "SELECT requests, outcome, vals FROM seqvend.vend($1::text[], $2::int4[])",
+            &[&names, &counts],
+        )
+        .await
+        .unwrap_or_else(|err| panic!("the vend statement failed: {err:?}"));
+    let mut answers: Vec<Answer> = rows
+        .iter()
+        .map(|row| {
+            let requests: Vec<i32> = row.get(0);
+            Answer {
+                name: names[requests[0] as usize - 1].to_owned(),
+                outcome: row.get(1),
+                values: row.get(2),
+            }
+        })
+        .collect();
+    answers.sort_by(|a, b| a.name.cmp(&b.name));
+    answers
+}
+
+/// A connection whose statements give up after `limit`: a statement that waits on a lock
+/// forever fails the test instead of hanging it.
+async fn impatient(db: &TestDb, limit: &str) -> tokio_postgres::Client {
+    let client = db.connect().await;
+    client
+        .batch_execute(&format!("SET statement_timeout = '{limit}'"))
+        .await
+        .unwrap();
+    client
+}
+
+/// Fast path and `draw()` both drew from the range in one statement when a rewind landed
+/// between them; each wrote a mark for it and the lower one could win, so the next rewind was
+/// repaired only to it and values went out again. Several sessions vend batches of 1–64 from
+/// one sequence while another rewinds it to its start in a loop.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rewind_landing_inside_a_batch_never_lets_a_value_out_twice() {
+    const START: i64 = 1;
+    const MAX: i64 = 1_000_000_000;
+    const BUDGET: Duration = Duration::from_secs(8);
+    let db = TestDb::shared().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    app.create_ok("hot", START, MAX).await;
+    let (_, sequence) = active_range(&db.connect().await, "hot").await;
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let seen = Arc::new(Mutex::new(HashSet::<i64>::new()));
+    let twice = Arc::new(Mutex::new(Vec::<i64>::new()));
+    let rewinder = {
+        let (client, stop) = (db.connect().await, stop.clone());
+        tokio::spawn(async move {
+            let mut rewinds = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                client
+                    .query_one(
+                        "SELECT setval($1::text::regclass, $2)",
+                        &[&sequence, &START],
+                    )
+                    .await
+                    .unwrap();
+                rewinds += 1;
+            }
+            rewinds
+        })
+    };
+    let mut vendors = Vec::new();
+    for _ in 0..3 {
+        let client = db.connect().await;
+        let (stop, seen, twice) = (stop.clone(), seen.clone(), twice.clone());
+        vendors.push(tokio::spawn(async move {
+            while !stop.load(Ordering::Relaxed) {
+                let count = rand::thread_rng().gen_range(1..=64);
+                let answer = vend(&client, &[("hot", count)]).await.remove(0);
+                assert_eq!(answer.outcome, "ok", "{answer:?}");
+                let values = answer.values.unwrap();
+                assert!(values.iter().all(|v| (START..=MAX).contains(v)));
+                let mut seen = seen.lock().unwrap();
+                for v in values {
+                    if !seen.insert(v) {
+                        twice.lock().unwrap().push(v);
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                }
+            }
+        }));
+    }
+    let started = Instant::now();
+    while started.elapsed() < BUDGET && !stop.load(Ordering::Relaxed) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    stop.store(true, Ordering::Relaxed);
+    for vendor in vendors {
+        vendor.await.unwrap();
+    }
+    let rewinds = rewinder.await.unwrap();
+    let twice = twice.lock().unwrap().clone();
+    let vended = seen.lock().unwrap().len();
+    assert!(
+        twice.is_empty(),
+        "{} values handed out twice (of {vended}, {rewinds} rewinds), e.g. {:?}",
+        twice.len(),
+        &twice[..twice.len().min(10)]
+    );
+    assert!(
+        rewinds > 100 && vended > 10_000,
+        "{rewinds} rewinds, {vended} values"
+    );
+}
+
+/// What a DBA can leave locked on one sequence, and how to leave it so.
+struct DbaLock {
+    what: &'static str,
+    /// SQL run in an open transaction; `{seq}` is the range's PostgreSQL sequence, `{range}`
+    /// its id, `{name}` the sequence's name.
+    sql: &'static str,
+}
+
+const DBA_LOCKS: &[DbaLock] = &[
+    DbaLock {
+        what: "ALTER SEQUENCE left open on its range's sequence",
+        sql: "ALTER SEQUENCE {seq} INCREMENT BY 1",
+    },
+    DbaLock {
+        what: "its range's registry row locked",
+        sql: "SELECT 1 FROM seqvend.ranges WHERE id = {range} FOR UPDATE",
+    },
+    DbaLock {
+        what: "its range's lock held, as by an instance stuck mid-vend",
+        sql: "SELECT pg_advisory_xact_lock(1398166087, {range})",
+    },
+    DbaLock {
+        what: "its registry row locked as its range rolls over",
+        sql: "SELECT 1 FROM seqvend.sequences WHERE name = '{name}' FOR UPDATE",
+    },
+    DbaLock {
+        what: "its next range's registry row locked as it rolls over",
+        sql: "SELECT 1 FROM seqvend.ranges WHERE id = {range} + 1 FOR UPDATE",
+    },
+];
+
+/// A lock a DBA leaves on one sequence of a coalesced batch answers that sequence's requests
+/// `unavailable`, soon, and the batch's other sequences get their values, none burned. (A
+/// plain session: the statement's own 200 ms lock timeout, as when a pooler drops seqvend's.)
+#[tokio::test(flavor = "multi_thread")]
+async fn a_lock_left_on_one_sequence_fails_only_that_sequence_of_the_batch_and_soon() {
+    let db = TestDb::shared().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    let client = impatient(&db, "5s").await;
+    for (i, lock) in DBA_LOCKS.iter().enumerate() {
+        let (before, held, after) = (format!("a{i}"), format!("b{i}"), format!("c{i}"));
+        app.create_ok(&before, 1, 1000).await;
+        // Three values: a batch of three uses it up and rolls over to the next range.
+        app.create_ok(&held, 1, 3).await;
+        app.add_range_ok(&held, 10, 1000).await;
+        app.create_ok(&after, 1, 1000).await;
+        let (range, seq) = active_range(&client, &held).await;
+
+        let dba = db.connect().await;
+        let sql = lock
+            .sql
+            .replace("{seq}", &seq)
+            .replace("{range}", &range.to_string())
+            .replace("{name}", &held);
+        dba.batch_execute(&format!("BEGIN; {sql}")).await.unwrap();
+
+        let asks = [
+            (before.as_str(), 3),
+            (held.as_str(), 3),
+            (after.as_str(), 3),
+        ];
+        let started = Instant::now();
+        let answers = vend(&client, &asks).await;
+        let took = started.elapsed();
+        let outcomes: Vec<(&str, Option<&[i64]>)> = answers
+            .iter()
+            .map(|a| (a.outcome.as_str(), a.values.as_deref()))
+            .collect();
+        assert_eq!(
+            outcomes,
+            [
+                ("ok", Some(&[1, 2, 3][..])),
+                ("unavailable", None),
+                ("ok", Some(&[1, 2, 3][..]))
+            ],
+            "{}",
+            lock.what
+        );
+        assert!(
+            took < Duration::from_secs(2),
+            "{}: took {took:?}",
+            lock.what
+        );
+
+        dba.batch_execute("ROLLBACK").await.unwrap();
+        let answers = vend(&client, &asks).await;
+        assert_eq!(
+            answers[0].values.as_deref(),
+            Some(&[4, 5, 6][..]),
+            "{}",
+            lock.what
+        );
+        assert_eq!(
+            answers[2].values.as_deref(),
+            Some(&[4, 5, 6][..]),
+            "{}",
+            lock.what
+        );
+        assert_eq!(answers[1].outcome, "ok", "{}: {answers:?}", lock.what);
+    }
+}
+
+/// Over HTTP: the held sequence answers 503 `unavailable` with `Retry-After` within about a
+/// second, is not counted as a failed sequence, and the others keep vending meanwhile.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sequence_a_dba_holds_answers_503_soon_and_counts_no_failure() {
+    let db = TestDb::shared().await;
+    let mut settings = test_settings();
+    settings.database.lock_timeout = DatabaseSettings::default().lock_timeout;
+    let app = spawn_app_on(&db, settings).await;
+    app.create_ok("held", 1, 1000).await;
+    app.create_ok("other", 1, 1000).await;
+    assert_eq!(app.next_value("held").await, 1);
+    let (_, seq) = active_range(&db.connect().await, "held").await;
+    let dba = db.connect().await;
+    dba.batch_execute(&format!("BEGIN; ALTER SEQUENCE {seq} INCREMENT BY 1"))
+        .await
+        .unwrap();
+
+    let started = Instant::now();
+    let reply = app.next("held").await;
+    reply.assert_error(503, "unavailable");
+    assert!(
+        reply.headers.contains_key("retry-after"),
+        "{:?}",
+        reply.headers
+    );
+    assert!(
+        started.elapsed() < Duration::from_millis(1500),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(app.next_value("other").await, 1);
+    let metrics = app.scrape().await;
+    assert!(
+        !metrics.contains("seqvend_sequence_failures_total{sequence=\"held\"}"),
+        "{metrics}"
+    );
+
+    dba.batch_execute("ROLLBACK").await.unwrap();
+    let next = app.next_value("held").await;
+    assert!(next > 1, "{next}");
+}
+
+/// `MAXVALUE` narrowed while a vend waits for the sequence: the vend had read the old bound, so
+/// `nextval` meets the new one (`2200H`) after the room check passed. The request is served
+/// from what is left and the next range, not failed.
+#[tokio::test(flavor = "multi_thread")]
+async fn maxvalue_narrowed_while_a_vend_waits_is_served_from_the_next_range() {
+    let db = TestDb::shared().await;
+    let app = Arc::new(spawn_app_on(&db, test_settings()).await);
+    app.create_ok("narrowed", 1, 100).await;
+    app.add_range_ok("narrowed", 1001, 1100).await;
+    assert_eq!(values_of(&app.next_batch("narrowed", 3).await), [1, 2, 3]);
+    let observer = db.connect().await;
+    let (_, seq) = active_range(&observer, "narrowed").await;
+    let dba = db.connect().await;
+    dba.batch_execute(&format!("BEGIN; ALTER SEQUENCE {seq} MAXVALUE 5"))
+        .await
+        .unwrap();
+
+    let vend = {
+        let app = app.clone();
+        tokio::spawn(async move { app.next_batch("narrowed", 5).await })
+    };
+    eventually(
+        Duration::from_secs(10),
+        "the vend waits for the sequence",
+        || session_waits(&observer, "relation", "%seqvend.vend%"),
+    )
+    .await;
+    dba.batch_execute("COMMIT").await.unwrap();
+
+    let reply = vend.await.unwrap();
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    let values = values_of(&reply);
+    assert_eq!(values.len(), 5, "{values:?}");
+    assert!(values.windows(2).all(|w| w[0] < w[1]), "{values:?}");
+    assert!(
+        values
+            .iter()
+            .all(|v| (4..=5).contains(v) || (1001..=1100).contains(v)),
+        "{values:?}"
+    );
+}
+
+/// Counter draws of two batches meeting in opposite orders: one batch holds `b` (it has room)
+/// and is inserting a new key another session is inserting too; the other draws `a` then `b`.
+/// When the insert is let go, the first goes on to `a`, which it left for its locked step (it
+/// is running out). Both must be served: seqvend's own draws take keys in one order.
+#[tokio::test(flavor = "multi_thread")]
+async fn counter_draws_meeting_in_opposite_orders_never_deadlock() {
+    let db = TestDb::shared().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    let reply = app
+        .request(
+            Method::POST,
+            "/families",
+            Some(ADMIN_TOKEN),
+            Some(json!({"name": "tight", "min": 1, "max": 10})),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
+    let draw = "SELECT requests, outcome, taken FROM seqvend.draw_counters($1::text[], $2::text[], $3::int4[])";
+    let setup = db.connect().await;
+    setup
+        .query(
+            draw,
+            &[&vec!["tight", "tight"], &vec!["a", "b"], &vec![8, 1]],
+        )
+        .await
+        .unwrap();
+
+    // Another session inserts the key `n` and holds it uncommitted.
+    let other = db.connect().await;
+    other
+        .batch_execute(
+            "BEGIN; INSERT INTO seqvend.counters (drawn, family_id, key) \
+             SELECT 0, id, 'n' FROM seqvend.families WHERE name = 'tight'",
+        )
+        .await
+        .unwrap();
+    let first = {
+        let client = impatient(&db, "10s").await;
+        tokio::spawn(async move {
+            let asks = (vec!["tight"; 3], vec!["a", "b", "n"], vec![5, 1, 1]);
+            client.query(draw, &[&asks.0, &asks.1, &asks.2]).await
+        })
+    };
+    let observer = db.connect().await;
+    eventually(
+        Duration::from_secs(10),
+        "the first batch waits on `n`",
+        || session_waits(&observer, "transactionid", "%draw_counters%"),
+    )
+    .await;
+    let second = {
+        let client = impatient(&db, "10s").await;
+        tokio::spawn(async move {
+            let asks = (vec!["tight"; 2], vec!["a", "b"], vec![1, 1]);
+            client.query(draw, &[&asks.0, &asks.1, &asks.2]).await
+        })
+    };
+    eventually(Duration::from_secs(10), "both batches wait", || async {
+        let row = observer
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
+                 AND wait_event IN ('transactionid', 'tuple') AND query LIKE '%draw_counters%'",
+                &[],
+            )
+            .await
+            .unwrap();
+        row.get::<_, i64>(0) == 2
+    })
+    .await;
+    other.batch_execute("ROLLBACK").await.unwrap();
+    let (first, second) = (first.await.unwrap(), second.await.unwrap());
+    assert!(first.is_ok() && second.is_ok(), "{first:?} / {second:?}");
+}
+
+/// A pooler may drop the session's `synchronous_commit = on`: the counter draw forces it for
+/// its own transaction, as the vend statement does, so its commit waits for the WAL flush.
+#[tokio::test(flavor = "multi_thread")]
+async fn draws_force_synchronous_commit_whatever_the_session_says() {
+    let db = TestDb::shared().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    app.create_ok("seq", 1, 1000).await;
+    let reply = app
+        .request(
+            Method::POST,
+            "/families",
+            Some(ADMIN_TOKEN),
+            Some(json!({"name": "fam", "min": 1, "max": 1000})),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
+    let client = db.connect().await;
+    let statements = [
+        "SELECT seqvend.draw_counters(ARRAY['fam'], ARRAY['k'], ARRAY[1])",
+        "SELECT seqvend.vend(ARRAY['seq'], ARRAY[1])",
+    ];
+    for statement in statements {
+        client
+            .batch_execute("SET synchronous_commit = off; BEGIN")
+            .await
+            .unwrap();
+        client.batch_execute(statement).await.unwrap();
+        let in_force: String = client
+            .query_one("SHOW synchronous_commit", &[])
+            .await
+            .unwrap()
+            .get(0);
+        client.batch_execute("COMMIT").await.unwrap();
+        assert_eq!(in_force, "on", "{statement}");
+    }
+}
