@@ -28,6 +28,19 @@ CREATE SCHEMA seqvend;
 CREATE SCHEMA seqvend_ranges;
 
 --
+-- Name: vend_answer; Type: TYPE; Schema: seqvend; Owner: -
+--
+
+CREATE TYPE seqvend.vend_answer AS (
+	requests integer[],
+	outcome text,
+	vals bigint[],
+	detail text,
+	ranges integer[],
+	marks bigint[]
+);
+
+--
 -- Name: counters_asked(text[], text[], integer[]); Type: FUNCTION; Schema: seqvend; Owner: -
 --
 
@@ -170,73 +183,62 @@ CREATE FUNCTION seqvend.draw_counters(p_families text[], p_keys text[], p_counts
     AS $$
 DECLARE
     asked_count bigint;
-    whole_family integer[];
-    whole_key text[];
-    whole_before bigint[];
-    new_family integer[];
-    new_key text[];
-    clamped_family integer[];
-    clamped_key text[];
-    clamped_before bigint[];
-    clamped_after bigint[];
+    d_family integer[];
+    d_key text[];
+    d_before bigint[];
+    d_after bigint[];
+    c_family integer[];
+    c_key text[];
+    c_before bigint[];
+    c_after bigint[];
 BEGIN
+    PERFORM set_config('synchronous_commit', 'on', true);
     PERFORM pg_advisory_xact_lock_shared(1178684747, f.id)
        FROM seqvend.families f
       WHERE f.name IN (SELECT DISTINCT unnest(p_families))
       ORDER BY f.id;
 
     -- Statements after the lock see a retirement that committed before it.
+    -- A row updated here had at least one value drawn before (a new key is inserted drawn),
+    -- so its new `drawn` exceeds what was asked; an inserted one's does not.
     WITH asked AS (
         SELECT * FROM seqvend.counters_asked(p_families, p_keys, p_counts)
-    ), updated AS (
-        UPDATE seqvend.counters c
-           SET drawn = c.drawn + a.wanted
+    ), drawn AS (
+        INSERT INTO seqvend.counters AS c (drawn, family_id, key)
+        SELECT least(a.wanted, a.capacity), a.family_id, a.key
           FROM asked a
-         WHERE c.family_id = a.family_id AND c.key = a.key
-           AND c.drawn <= a.capacity - a.wanted
-        RETURNING c.family_id, c.key, c.drawn - a.wanted AS before
+         ORDER BY a.family_id, a.key
+        ON CONFLICT (family_id, key) DO UPDATE
+           SET drawn = c.drawn + excluded.drawn
+         WHERE c.drawn <= (SELECT f.capacity FROM seqvend.families f WHERE f.id = c.family_id)
+                          - excluded.drawn
+        RETURNING c.family_id, c.key, c.drawn
     )
-    SELECT array_agg(u.family_id), array_agg(u.key), array_agg(u.before),
+    SELECT array_agg(d.family_id), array_agg(d.key),
+           array_agg(CASE WHEN d.drawn <= a.wanted THEN 0 ELSE d.drawn - a.wanted END),
+           array_agg(d.drawn),
            (SELECT count(*) FROM asked)
-      INTO whole_family, whole_key, whole_before, asked_count
-      FROM updated u;
+      INTO d_family, d_key, d_before, d_after, asked_count
+      FROM drawn d
+      JOIN asked a ON a.family_id = d.family_id AND a.key = d.key;
 
-    IF coalesce(cardinality(whole_key), 0) < asked_count THEN
-        WITH inserted AS (
-            INSERT INTO seqvend.counters AS c (drawn, family_id, key)
-            SELECT least(a.wanted, a.capacity), a.family_id, a.key
-              FROM seqvend.counters_asked(p_families, p_keys, p_counts) a
-             WHERE (a.family_id, a.key) NOT IN (SELECT * FROM unnest(whole_family, whole_key))
-            ON CONFLICT (family_id, key) DO NOTHING
-            RETURNING c.family_id, c.key
-        )
-        SELECT array_agg(i.family_id), array_agg(i.key) INTO new_family, new_key
-          FROM inserted i;
-    END IF;
-
-    IF coalesce(cardinality(whole_key), 0) + coalesce(cardinality(new_key), 0) < asked_count THEN
+    IF coalesce(cardinality(d_key), 0) < asked_count THEN
+        -- Locked by step 1 and unchanged since: this statement's snapshot reads them as they
+        -- are.
         WITH rest AS MATERIALIZED (
-            SELECT a.*
+            SELECT a.*, c.drawn
               FROM seqvend.counters_asked(p_families, p_keys, p_counts) a
-             WHERE (a.family_id, a.key) NOT IN (SELECT * FROM unnest(whole_family, whole_key))
-               AND (a.family_id, a.key) NOT IN (SELECT * FROM unnest(new_family, new_key))
-        ), locked AS (
-            SELECT c.family_id, c.key, c.drawn
-              FROM seqvend.counters c
-              JOIN rest r ON r.family_id = c.family_id AND r.key = c.key
-             ORDER BY c.family_id, c.key
-               FOR UPDATE OF c
+              JOIN seqvend.counters c ON c.family_id = a.family_id AND c.key = a.key
+             WHERE (a.family_id, a.key) NOT IN (SELECT * FROM unnest(d_family, d_key))
         ), clamped AS (
             UPDATE seqvend.counters c
-               SET drawn = least(l.drawn + r.wanted, r.capacity)
-              FROM locked l
-              JOIN rest r ON r.family_id = l.family_id AND r.key = l.key
-             WHERE c.family_id = l.family_id AND c.key = l.key AND l.drawn < r.capacity
-            RETURNING c.family_id, c.key, l.drawn AS before, c.drawn AS after
+               SET drawn = least(r.drawn + r.wanted, r.capacity)
+              FROM rest r
+             WHERE c.family_id = r.family_id AND c.key = r.key AND r.drawn < r.capacity
+            RETURNING c.family_id, c.key, r.drawn AS before, c.drawn AS after
         )
-        SELECT array_agg(u.family_id), array_agg(u.key), array_agg(u.before),
-               array_agg(u.after)
-          INTO clamped_family, clamped_key, clamped_before, clamped_after
+        SELECT array_agg(u.family_id), array_agg(u.key), array_agg(u.before), array_agg(u.after)
+          INTO c_family, c_key, c_before, c_after
           FROM clamped u;
     END IF;
 
@@ -250,30 +252,22 @@ BEGIN
                            AS a(family, key, count, i)
                  GROUP BY a.family, a.key) g
           LEFT JOIN seqvend.families f ON f.name = g.family
+    ), took AS (
+        SELECT * FROM unnest(d_family, d_key, d_before, d_after) AS t(family_id, key, before, after)
+        UNION ALL
+        SELECT * FROM unnest(c_family, c_key, c_before, c_after)
     )
     SELECT g.requests,
            CASE WHEN g.id IS NULL THEN 'not_found'
                 WHEN g.retired_at IS NOT NULL THEN 'retired'
                 ELSE 'ok' END,
-           CASE WHEN n.key IS NOT NULL THEN g.start_value
-                WHEN w.key IS NOT NULL
-                    THEN (g.start_value + w.before::numeric * g.increment)::bigint
-                WHEN u.key IS NOT NULL
-                    THEN (g.start_value + u.before::numeric * g.increment)::bigint END,
-           CASE WHEN n.key IS NOT NULL THEN least(g.wanted, g.capacity)::bigint
-                WHEN w.key IS NOT NULL THEN g.wanted::bigint
-                WHEN u.key IS NOT NULL THEN u.after - u.before
-                ELSE 0 END,
+           CASE WHEN t.key IS NOT NULL
+                THEN (g.start_value + t.before::numeric * g.increment)::bigint END,
+           coalesce(t.after - t.before, 0),
            g.increment,
-           n.key IS NOT NULL
+           coalesce(t.before = 0, false)
       FROM groups g
-      LEFT JOIN unnest(whole_family, whole_key, whole_before) AS w(family_id, key, before)
-             ON w.family_id = g.id AND w.key = g.key
-      LEFT JOIN unnest(new_family, new_key) AS n(family_id, key)
-             ON n.family_id = g.id AND n.key = g.key
-      LEFT JOIN unnest(clamped_family, clamped_key, clamped_before, clamped_after)
-                AS u(family_id, key, before, after)
-             ON u.family_id = g.id AND u.key = g.key;
+      LEFT JOIN took t ON t.family_id = g.id AND t.key = g.key;
 END;
 $$;
 
@@ -321,6 +315,8 @@ CREATE FUNCTION seqvend.lease(p_name text, p_count integer, p_kind text, p_holde
 DECLARE
     drawn record;
 BEGIN
+    -- The lease row and the draw's mark must survive a crash before any value leaves.
+    PERFORM set_config('synchronous_commit', 'on', true);
     SELECT v.outcome, v.vals, v.detail INTO drawn
       FROM seqvend.vend(ARRAY[p_name], ARRAY[p_count]) AS v;
     outcome := drawn.outcome;
@@ -348,6 +344,8 @@ DECLARE
     known seqvend.idempotency_keys;
     drawn record;
 BEGIN
+    -- The stored answer is what a retry gets: it must be as durable as the lease it replays.
+    PERFORM set_config('synchronous_commit', 'on', true);
     SELECT s.increment INTO increment FROM seqvend.sequences s WHERE s.name = p_name;
     SELECT * INTO known FROM seqvend.idempotent_answer(p_owner, p_key);
     IF NOT FOUND THEN
@@ -361,14 +359,8 @@ BEGIN
             RETURN NEXT;
             RETURN;
         END IF;
-        -- The values as runs: within a run, value - position * increment is constant.
-        SELECT array_agg(r.first ORDER BY r.pos), array_agg(r.last ORDER BY r.pos)
-          INTO runs_first, runs_last
-          FROM (SELECT min(u.n) AS pos,
-                       (array_agg(u.v ORDER BY u.n))[1] AS first,
-                       (array_agg(u.v ORDER BY u.n DESC))[1] AS last
-                  FROM unnest(drawn.vals) WITH ORDINALITY AS u(v, n)
-                 GROUP BY u.v - u.n * increment) AS r;
+        SELECT r.runs_first, r.runs_last INTO runs_first, runs_last
+          FROM seqvend.lease_runs(drawn.vals, increment) AS r;
         IF seqvend.store_answer(p_owner, p_key, p_request,
                                 CASE WHEN cardinality(drawn.vals) > 0 THEN 200 ELSE 409 END::smallint,
                                 NULL, coalesce(runs_first, '{}'), coalesce(runs_last, '{}'),
@@ -388,6 +380,25 @@ BEGIN
     runs_last := known.runs_last;
     RETURN NEXT;
 END
+$$;
+
+--
+-- Name: lease_runs(bigint[], bigint); Type: FUNCTION; Schema: seqvend; Owner: -
+--
+
+CREATE FUNCTION seqvend.lease_runs(p_vals bigint[], p_increment bigint, OUT runs_first bigint[], OUT runs_last bigint[]) RETURNS record
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    SELECT array_agg(r.first ORDER BY r.run), array_agg(r.last ORDER BY r.run)
+      FROM (SELECT b.run,
+                   (array_agg(b.v ORDER BY b.n))[1] AS first,
+                   (array_agg(b.v ORDER BY b.n DESC))[1] AS last
+              FROM (SELECT a.v, a.n, sum(a.starts) OVER (ORDER BY a.n) AS run
+                      FROM (SELECT u.v, u.n,
+                                   CASE WHEN u.v::numeric - lag(u.v) OVER (ORDER BY u.n)
+                                             = p_increment THEN 0 ELSE 1 END AS starts
+                              FROM unnest(p_vals) WITH ORDINALITY AS u(v, n)) AS a) AS b
+             GROUP BY b.run) AS r
 $$;
 
 --
@@ -417,6 +428,55 @@ BEGIN
         RETURN p_mark;
     END IF;
     RETURN CASE WHEN p_increment > 0 THEN greatest(taken, p_mark) ELSE least(taken, p_mark) END;
+END
+$$;
+
+--
+-- Name: recreate_range_sequence(integer); Type: FUNCTION; Schema: seqvend; Owner: -
+--
+
+CREATE FUNCTION seqvend.recreate_range_sequence(p_range_id integer) RETURNS regclass
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    r       record;
+    seqname text := format('%I.%I', 'seqvend_ranges', 'r' || p_range_id);
+    created regclass;
+BEGIN
+    PERFORM set_config('synchronous_commit', 'on', true);
+    SELECT g.sequence_id INTO r FROM seqvend.ranges g WHERE g.id = p_range_id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'no range % in seqvend.ranges', p_range_id
+            USING ERRCODE = 'no_data_found';
+    END IF;
+    PERFORM pg_advisory_xact_lock(1398166353, r.sequence_id);
+    PERFORM pg_advisory_xact_lock(1398166087, p_range_id);
+    SELECT g.id, g.min_value, g.max_value, g.start_value, g.high_water,
+           g.pg_sequence::oid AS old_oid, s.increment
+      INTO r
+      FROM seqvend.ranges g JOIN seqvend.sequences s ON s.id = g.sequence_id
+     WHERE g.id = p_range_id
+       FOR UPDATE OF g;
+    IF EXISTS (SELECT FROM pg_catalog.pg_sequence WHERE seqrelid = r.old_oid) THEN
+        RAISE EXCEPTION 'range %''s sequence % still exists', p_range_id, r.old_oid::regclass
+            USING ERRCODE = 'duplicate_object',
+                  HINT = 'Only a dropped sequence is recreated; a rewound one is repaired at the next draw.';
+    END IF;
+    EXECUTE format('CREATE SEQUENCE %s AS bigint INCREMENT BY %s MINVALUE %s MAXVALUE %s '
+                   'START WITH %s CACHE 1 NO CYCLE',
+                   seqname, r.increment, r.min_value, r.max_value, r.start_value);
+    created := seqname::regclass;
+    -- seqvend draws from it as the registry's owner, as from the sequences it created itself.
+    EXECUTE format('ALTER SEQUENCE %s OWNER TO %I', seqname,
+                   (SELECT c.relowner::regrole::text FROM pg_catalog.pg_class c
+                     WHERE c.oid = 'seqvend.ranges'::regclass));
+    -- high_water is the last value handed out: is_called = true makes nextval return the one
+    -- after it. (At the range's end nextval then fails, and the draw rolls over as usual.)
+    IF r.high_water IS NOT NULL THEN
+        PERFORM setval(created, r.high_water, true);
+    END IF;
+    UPDATE seqvend.ranges SET pg_sequence = created WHERE id = p_range_id;
+    RETURN created;
 END
 $$;
 
@@ -607,49 +667,48 @@ CREATE FUNCTION seqvend.vend(p_names text[], p_counts integer[]) RETURNS TABLE(r
     LANGUAGE plpgsql
     AS $$
 DECLARE
-    locked     integer[];
-    prelocked  integer[];
-    cur        record;
-    res        record;
-    wanted     bigint;
-    drawn      bigint[];
-    r_id       integer;
-    r_seq      regclass;
-    r_min      bigint;
-    r_max      bigint;
-    r_start    bigint;
-    r_mark     bigint;
-    r_status   text;
-    s_step     bigint;
-    s_min      bigint;
-    s_max      bigint;
-    seq_ranges integer[];
-    seq_marks  bigint[];
-    mark_ranges integer[] := '{}';
-    mark_values bigint[] := '{}';
-    up         boolean;
-    need       bigint;
-    taken      bigint;
-    last_val   bigint;
-    next_val   numeric;
-    v          bigint;
+    batch_locked boolean := true;
+    locked       integer[];
+    prelocked    integer[];
+    cur          record;
+    answer       seqvend.vend_answer;
+    answers      seqvend.vend_answer[] := '{}';
+    mark_ranges  integer[] := '{}';
+    mark_values  bigint[] := '{}';
+    mark_up      boolean[] := '{}';
+    written      integer[] := '{}';
 BEGIN
     PERFORM set_config('synchronous_commit', 'on', true);
-    -- 1. In name order, take each named sequence's lock shared (vends do not block each
-    --    other, but a retirement or a new range waits for the vends in flight, and they for
-    --    it), then its active range's lock exclusively (one draw per range at a time).
-    SELECT array_agg(l.id), array_agg(l.range_id) INTO locked, prelocked
-      FROM (SELECT s.id, s.range_id,
-                   pg_advisory_xact_lock_shared(1398166353, s.id),
-                   CASE WHEN s.range_id IS NOT NULL
-                        THEN pg_advisory_xact_lock(1398166087, s.range_id) END
-              FROM (SELECT q.id, r.id AS range_id
-                      FROM seqvend.sequences q
-                      LEFT JOIN seqvend.ranges r ON r.sequence_id = q.id AND r.status = 'active'
-                     WHERE q.name = ANY (p_names) ORDER BY q.name) AS s) AS l;
+    -- Short: a lock held longer than this by someone else (a DBA's open ALTER SEQUENCE, a
+    -- row left locked) fails the one sequence that needs it, not the batch. The session's
+    -- seqvend.lock_timeout (milliseconds, SEQVEND_LOCK_TIMEOUT_MS) if set, else 200 ms.
+    PERFORM set_config('lock_timeout',
+                       coalesce(nullif(current_setting('seqvend.lock_timeout', true), ''), '200'),
+                       true);
 
-    -- 2. A new statement takes a new snapshot: it sees what committed while this session
-    --    waited for the locks, so the marks it reads are current for the ranges locked above.
+    -- 1. Lock the batch. In name order, take each named sequence's lock shared (vends do not
+    --    block each other, but a retirement or a new range waits for the vends in flight, and
+    --    they for it), then its active range's lock exclusively (one draw per range at a
+    --    time). Should one not come within lock_timeout, this is undone and each sequence
+    --    takes its own locks below, in the same order, in its own exception block.
+    BEGIN
+        SELECT array_agg(l.id), array_agg(l.range_id) INTO locked, prelocked
+          FROM (SELECT s.id, s.range_id,
+                       pg_advisory_xact_lock_shared(1398166353, s.id),
+                       CASE WHEN s.range_id IS NOT NULL
+                            THEN pg_advisory_xact_lock(1398166087, s.range_id) END
+                  FROM (SELECT q.id, r.id AS range_id
+                          FROM seqvend.sequences q
+                          LEFT JOIN seqvend.ranges r ON r.sequence_id = q.id AND r.status = 'active'
+                         WHERE q.name = ANY (p_names) ORDER BY q.name) AS s) AS l;
+    EXCEPTION WHEN lock_not_available OR deadlock_detected THEN
+        batch_locked := false;
+        prelocked := '{}';
+    END;
+
+    -- 2. Draw for each sequence. A new statement takes a new snapshot: it sees what committed
+    --    while this session waited for the locks, so the marks it reads are current for the
+    --    ranges locked above.
     FOR cur IN
         SELECT g.name, g.requests, g.total,
                s.id AS sequence_id, s.status, s.increment,
@@ -660,126 +719,69 @@ BEGIN
                        sum(u.cnt) AS total
                   FROM unnest(p_names, p_counts) WITH ORDINALITY AS u(name, cnt, ord)
                  GROUP BY u.name) AS g
-          LEFT JOIN seqvend.sequences s ON s.name = g.name AND s.id = ANY (locked)
+          LEFT JOIN seqvend.sequences s
+                 ON s.name = g.name AND (NOT batch_locked OR s.id = ANY (locked))
           LEFT JOIN seqvend.ranges r ON r.sequence_id = s.id AND r.status = 'active'
           LEFT JOIN pg_catalog.pg_sequence ps ON ps.seqrelid = r.pg_sequence
          ORDER BY g.name COLLATE "C"
     LOOP
-        requests := cur.requests;
-        detail := NULL;
-        vals := NULL;
         IF cur.sequence_id IS NULL OR cur.status = 'retired' THEN
-            outcome := CASE WHEN cur.sequence_id IS NULL THEN 'not_found' ELSE 'retired' END;
-            RETURN NEXT;
+            answer := ROW(cur.requests, CASE WHEN cur.sequence_id IS NULL THEN 'not_found'
+                                             ELSE 'retired' END, NULL, NULL, '{}', '{}');
+            answers := answers || answer;
             CONTINUE;
         END IF;
 
-        wanted := cur.total;
-        up := cur.increment > 0;
-        drawn := '{}';
-        seq_ranges := '{}';
-        seq_marks := '{}';
-        BEGIN
-            r_id := cur.range_id;
-            r_seq := cur.pg_sequence;
-            r_min := cur.min_value;
-            r_max := cur.max_value;
-            r_start := cur.start_value;
-            r_mark := cur.high_water;
-            s_step := cur.seqincrement;
-            s_min := cur.seqmin;
-            s_max := cur.seqmax;
-            WHILE r_id IS NOT NULL LOOP
-                IF array_position(prelocked, r_id) IS NULL THEN
-                    -- A range that became active after step 1 (a rollover here or in another
-                    -- instance): lock it, then read it afresh.
-                    PERFORM pg_advisory_xact_lock(1398166087, r_id);
-                    SELECT r.status, r.pg_sequence, r.min_value, r.max_value, r.start_value,
-                           r.high_water, ps.seqincrement, ps.seqmin, ps.seqmax
-                      INTO r_status, r_seq, r_min, r_max, r_start, r_mark, s_step, s_min, s_max
-                      FROM seqvend.ranges r
-                      JOIN pg_catalog.pg_sequence ps ON ps.seqrelid = r.pg_sequence
-                     WHERE r.id = r_id;
-                    prelocked := prelocked || r_id;
-                    IF r_status <> 'active' THEN
-                        r_id := (SELECT r.id FROM seqvend.ranges r
-                                  WHERE r.sequence_id = cur.sequence_id AND r.status = 'active');
-                        CONTINUE;
-                    END IF;
-                END IF;
-                IF s_step IS NULL THEN
-                    RAISE EXCEPTION 'the PostgreSQL sequence of range % is missing', r_id;
-                END IF;
-
-                -- 3. The common case, inline: the sequence stands past the mark, inside the
-                --    range, with room to spare and the increment seqvend expects. nextval as
-                --    plain expressions, each value checked as it comes; the first that is not
-                --    past the one before (a rewind meanwhile) or not inside the range (its
-                --    bounds altered) ends this path, is dropped, and draw() takes over.
-                need := wanted - cardinality(drawn);
-                taken := 0;
-                last_val := pg_sequence_last_value(r_seq);
-                IF last_val IS NOT NULL AND need <= 64 AND (s_step > 0) = up THEN
-                    next_val := last_val::numeric + s_step;
-                    IF next_val BETWEEN r_min AND r_max
-                       AND (r_mark IS NULL OR (CASE WHEN up THEN next_val > r_mark ELSE next_val < r_mark END))
-                       AND (CASE WHEN up THEN least(r_max, s_max) - next_val >= need::numeric * s_step
-                                 ELSE next_val - greatest(r_min, s_min) >= need::numeric * -(s_step::numeric) END) THEN
-                        FOR i IN 1 .. need LOOP
-                            v := nextval(r_seq);
-                            EXIT WHEN NOT (v BETWEEN r_min AND r_max
-                                           AND (r_mark IS NULL OR (CASE WHEN up THEN v > r_mark ELSE v < r_mark END)));
-                            drawn := drawn || v;
-                            r_mark := v;
-                            taken := taken + 1;
-                        END LOOP;
-                    END IF;
-                END IF;
-                IF taken > 0 THEN
-                    seq_ranges := seq_ranges || r_id;
-                    seq_marks := seq_marks || r_mark;
-                END IF;
-                -- Room was left after the last value: the range is not used up.
-                EXIT WHEN taken = need;
-
-                res := seqvend.draw(cur.sequence_id, r_id, r_seq, r_min, r_max, r_start,
-                                    cur.increment, s_step, s_min, s_max, r_mark,
-                                    wanted - cardinality(drawn));
-                drawn := drawn || res.vals;
-                detail := nullif(concat_ws('; ', detail, res.note), '');
-                IF cardinality(res.vals) > 0 THEN
-                    seq_ranges := seq_ranges || r_id;
-                    seq_marks := seq_marks || res.vals[cardinality(res.vals)];
-                END IF;
-                EXIT WHEN NOT res.ended;
-
-                -- 4. Used up: roll over at once, and continue from the next range if more
-                --    values are wanted.
-                PERFORM seqvend.roll_over(cur.sequence_id, r_id);
-                EXIT WHEN cardinality(drawn) >= wanted;
-                r_id := (SELECT r.id FROM seqvend.ranges r
-                          WHERE r.sequence_id = cur.sequence_id AND r.status = 'active');
-            END LOOP;
-            outcome := 'ok';
-            vals := drawn;
-            mark_ranges := mark_ranges || seq_ranges;
-            mark_values := mark_values || seq_marks;
-        EXCEPTION WHEN OTHERS THEN
-            -- Whatever this sequence did is undone (values it drew are gaps); the other
-            -- sequences of the statement go on.
-            outcome := 'failed';
-            vals := NULL;
-            detail := SQLERRM;
-        END;
-        RETURN NEXT;
+        FOR attempt IN 1 .. 2 LOOP
+            BEGIN
+                answer := seqvend.vend_sequence(
+                    cur.sequence_id, cur.increment, cur.total, batch_locked,
+                    CASE WHEN attempt = 1 THEN prelocked ELSE '{}' END, attempt = 1,
+                    cur.range_id, cur.pg_sequence, cur.min_value, cur.max_value,
+                    cur.start_value, cur.high_water, cur.seqincrement, cur.seqmin, cur.seqmax);
+                EXIT;
+            EXCEPTION
+                -- Whatever this sequence did is undone (values it drew are gaps); the other
+                -- sequences of the statement go on.
+                WHEN sqlstate '2200H' THEN
+                    -- nextval met the sequence's own bound after the room was read: someone
+                    -- drew its last values, or narrowed its MAXVALUE while this statement
+                    -- waited. Once more from a fresh read, where draw() handles the end.
+                    answer := ROW(NULL, 'unavailable', NULL, SQLERRM, '{}', '{}');
+                WHEN lock_not_available OR deadlock_detected OR serialization_failure THEN
+                    answer := ROW(NULL, 'unavailable', NULL, SQLERRM, '{}', '{}');
+                    EXIT;
+                WHEN OTHERS THEN
+                    answer := ROW(NULL, 'failed', NULL, SQLERRM, '{}', '{}');
+                    EXIT;
+            END;
+        END LOOP;
+        answer.requests := cur.requests;
+        answers := answers || answer;
+        mark_ranges := mark_ranges || answer.ranges;
+        mark_values := mark_values || answer.marks;
+        mark_up := mark_up || array_fill(cur.increment > 0, ARRAY[cardinality(answer.ranges)]);
     END LOOP;
 
-    -- 5. The marks, in one statement for the whole batch.
+    -- 3. The marks, in one statement for the whole batch.
     IF cardinality(mark_ranges) > 0 THEN
-        UPDATE seqvend.ranges r SET high_water = m.mark
-          FROM unnest(mark_ranges, mark_values) AS m(id, mark)
-         WHERE r.id = m.id;
+        written := seqvend.write_marks(mark_ranges, mark_values, mark_up);
     END IF;
+
+    -- 4. The answers. A sequence whose mark could not be written (its range's row was held
+    --    by another session) hands nothing out: its values become gaps.
+    FOREACH answer IN ARRAY answers LOOP
+        requests := answer.requests;
+        outcome := answer.outcome;
+        vals := answer.vals;
+        detail := answer.detail;
+        IF outcome = 'ok' AND NOT (answer.ranges <@ written) THEN
+            outcome := 'unavailable';
+            vals := NULL;
+            detail := 'the registry row of one of its ranges is locked by another session';
+        END IF;
+        RETURN NEXT;
+    END LOOP;
 END
 $$;
 
@@ -876,6 +878,143 @@ BEGIN
         END LOOP;
     END LOOP;
 END
+$$;
+
+--
+-- Name: vend_sequence(integer, bigint, bigint, boolean, integer[], boolean, integer, regclass, bigint, bigint, bigint, bigint, bigint, bigint, bigint); Type: FUNCTION; Schema: seqvend; Owner: -
+--
+
+CREATE FUNCTION seqvend.vend_sequence(p_sequence integer, p_increment bigint, p_wanted bigint, p_sequence_locked boolean, p_locked integer[], p_fast boolean, p_range integer, p_seq regclass, p_min bigint, p_max bigint, p_start bigint, p_mark bigint, p_step bigint, p_seq_min bigint, p_seq_max bigint) RETURNS seqvend.vend_answer
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    answer   seqvend.vend_answer := ROW(NULL, 'ok', '{}', NULL, '{}', '{}');
+    up       boolean := p_increment > 0;
+    r_id     integer := p_range;
+    r_seq    regclass := p_seq;
+    r_min    bigint := p_min;
+    r_max    bigint := p_max;
+    r_start  bigint := p_start;
+    r_mark   bigint := p_mark;
+    s_step   bigint := p_step;
+    s_min    bigint := p_seq_min;
+    s_max    bigint := p_seq_max;
+    r_status text;
+    res      record;
+    need     bigint;
+    taken    bigint;
+    last_val bigint;
+    next_val numeric;
+    v        bigint;
+BEGIN
+    IF NOT p_sequence_locked THEN
+        PERFORM pg_advisory_xact_lock_shared(1398166353, p_sequence);
+        SELECT s.status,
+               (SELECT r.id FROM seqvend.ranges r WHERE r.sequence_id = s.id AND r.status = 'active')
+          INTO r_status, r_id
+          FROM seqvend.sequences s WHERE s.id = p_sequence;
+        IF r_status = 'retired' THEN
+            answer.outcome := 'retired';
+            answer.vals := NULL;
+            RETURN answer;
+        END IF;
+    END IF;
+
+    WHILE r_id IS NOT NULL LOOP
+        IF array_position(p_locked, r_id) IS NULL THEN
+            PERFORM pg_advisory_xact_lock(1398166087, r_id);
+            SELECT r.status, r.pg_sequence, r.min_value, r.max_value, r.start_value,
+                   r.high_water, ps.seqincrement, ps.seqmin, ps.seqmax
+              INTO r_status, r_seq, r_min, r_max, r_start, r_mark, s_step, s_min, s_max
+              FROM seqvend.ranges r
+              LEFT JOIN pg_catalog.pg_sequence ps ON ps.seqrelid = r.pg_sequence
+             WHERE r.id = r_id;
+            p_locked := p_locked || r_id;
+            IF r_status <> 'active' THEN
+                r_id := (SELECT r.id FROM seqvend.ranges r
+                          WHERE r.sequence_id = p_sequence AND r.status = 'active');
+                CONTINUE;
+            END IF;
+        END IF;
+        IF s_step IS NULL THEN
+            RAISE EXCEPTION 'the PostgreSQL sequence of range % is missing', r_id;
+        END IF;
+
+        -- The common case, inline: the sequence stands past the mark, inside the range, with
+        -- room to spare and the increment seqvend expects. nextval as plain expressions (no
+        -- SQL statement), each value checked as it comes; the first that is not past the one
+        -- before (a rewind meanwhile) or not inside the range (its bounds altered) ends this
+        -- path, is dropped, and draw() takes over from the last value kept.
+        need := p_wanted - cardinality(answer.vals);
+        taken := 0;
+        IF p_fast AND need <= 64 AND (s_step > 0) = up THEN
+            last_val := pg_sequence_last_value(r_seq);
+            next_val := last_val::numeric + s_step;
+            IF last_val IS NOT NULL AND next_val BETWEEN r_min AND r_max
+               AND (r_mark IS NULL OR (CASE WHEN up THEN next_val > r_mark ELSE next_val < r_mark END))
+               AND (CASE WHEN up THEN least(r_max, s_max) - next_val >= need::numeric * s_step
+                         ELSE next_val - greatest(r_min, s_min) >= need::numeric * -(s_step::numeric) END) THEN
+                FOR i IN 1 .. need LOOP
+                    v := nextval(r_seq);
+                    EXIT WHEN NOT (v BETWEEN r_min AND r_max
+                                   AND (r_mark IS NULL OR (CASE WHEN up THEN v > r_mark ELSE v < r_mark END)));
+                    answer.vals := answer.vals || v;
+                    r_mark := v;
+                    taken := taken + 1;
+                END LOOP;
+            END IF;
+        END IF;
+        IF taken > 0 THEN
+            answer.ranges := answer.ranges || r_id;
+            answer.marks := answer.marks || r_mark;
+        END IF;
+        -- Room was left after the last value: the range is not used up.
+        EXIT WHEN taken = need;
+
+        res := seqvend.draw(p_sequence, r_id, r_seq, r_min, r_max, r_start, p_increment,
+                            s_step, s_min, s_max, r_mark, p_wanted - cardinality(answer.vals));
+        answer.vals := answer.vals || res.vals;
+        answer.detail := nullif(concat_ws('; ', answer.detail, res.note), '');
+        IF cardinality(res.vals) > 0 THEN
+            -- The same range as the fast path's, perhaps: folded by the caller.
+            answer.ranges := answer.ranges || r_id;
+            answer.marks := answer.marks || res.vals[cardinality(res.vals)];
+        END IF;
+        EXIT WHEN NOT res.ended;
+
+        -- Used up: roll over at once, and continue from the next range if more values are
+        -- wanted.
+        PERFORM seqvend.roll_over(p_sequence, r_id);
+        EXIT WHEN cardinality(answer.vals) >= p_wanted;
+        r_id := (SELECT r.id FROM seqvend.ranges r
+                  WHERE r.sequence_id = p_sequence AND r.status = 'active');
+    END LOOP;
+    RETURN answer;
+END
+$$;
+
+--
+-- Name: write_marks(integer[], bigint[], boolean[]); Type: FUNCTION; Schema: seqvend; Owner: -
+--
+
+CREATE FUNCTION seqvend.write_marks(p_ranges integer[], p_marks bigint[], p_up boolean[]) RETURNS integer[]
+    LANGUAGE sql
+    AS $$
+    WITH folded AS (
+        SELECT m.id, CASE WHEN bool_and(m.up) THEN max(m.mark) ELSE min(m.mark) END AS mark
+          FROM unnest(p_ranges, p_marks, p_up) AS m(id, mark, up)
+         GROUP BY m.id
+    ), free AS (
+        SELECT r.id FROM seqvend.ranges r
+         WHERE r.id IN (SELECT f.id FROM folded f)
+           FOR NO KEY UPDATE SKIP LOCKED
+    ), written AS (
+        UPDATE seqvend.ranges r SET high_water = f.mark
+          FROM folded f
+         WHERE r.id = f.id AND r.id IN (SELECT free.id FROM free)
+        RETURNING r.id
+    )
+    SELECT coalesce(array_agg(written.id), '{}') FROM written
 $$;
 
 --
