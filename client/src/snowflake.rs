@@ -106,6 +106,7 @@ impl Snowflakes {
     /// step of the clock back.
     #[inline]
     pub fn next(&self) -> Result<i64, Error> {
+        let mut stale = StaleRead::default();
         loop {
             let (refusal, now_ms) = {
                 let held = self.issuer.held.load();
@@ -117,7 +118,7 @@ impl Snowflakes {
                     Err(refusal) => (refusal, now_ms),
                 }
             };
-            wait_or_fail(refusal, now_ms)?;
+            stale.wait_or_fail(refusal, now_ms)?;
         }
     }
 
@@ -125,6 +126,7 @@ impl Snowflakes {
     /// on an error, the ids it had claimed are dropped (a gap, never a repeat).
     pub fn next_n(&self, count: usize) -> Result<Vec<i64>, Error> {
         let mut ids = Vec::with_capacity(count);
+        let mut stale = StaleRead::default();
         while ids.len() < count {
             let (refusal, now_ms) = {
                 let held = self.issuer.held.load();
@@ -137,7 +139,7 @@ impl Snowflakes {
                     Err(refusal) => (refusal, now_ms),
                 }
             };
-            wait_or_fail(refusal, now_ms)?;
+            stale.wait_or_fail(refusal, now_ms)?;
         }
         Ok(ids)
     }
@@ -149,6 +151,27 @@ fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |since| since.as_millis() as i64)
+}
+
+/// Whether a clock reading was already found behind the last id issued. The wall clock is
+/// read before the last id is loaded, so a thread descheduled between the two compares a
+/// stale reading with an id another thread stamped later, and sees a step back that never
+/// happened. The first time, the clock is read again; a step back seen twice is real.
+#[derive(Default)]
+struct StaleRead {
+    retried: bool,
+}
+
+impl StaleRead {
+    #[cold]
+    fn wait_or_fail(&mut self, refusal: Refusal, now_ms: i64) -> Result<(), Error> {
+        if let Refusal::Fail(Error::ClockMovedBackwards { .. }) = refusal {
+            if !std::mem::replace(&mut self.retried, true) {
+                return Ok(());
+            }
+        }
+        wait_or_fail(refusal, now_ms)
+    }
 }
 
 #[cold]
