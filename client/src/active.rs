@@ -9,7 +9,8 @@
 //! A take first reads the clock: past `last_take` (the lease's fenced deadline less the
 //! expiry margin) it claims nothing, whether or not the ticker has closed the block yet. The
 //! ticker runs on the application's runtime, which a hot loop can starve; the take cannot be
-//! starved. An `Instant` read is a vDSO call of some 20 ns on Linux, the price of the promise.
+//! starved. It reads the coarse clock, and the precise one only within a second of the last
+//! take (`clock`): the precise read would cost more than the rest of the take.
 //!
 //! The value at an index is computed here rather than with `Block::value_at`, which
 //! recomputes the block's length with an i128 division on every call: twice the cost of
@@ -20,6 +21,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use seqvend_blocks::Block;
+
+use crate::clock::{self, Now};
 
 /// Far beyond any block's length (a lease holds at most 100,000 values), and far enough
 /// below `u64::MAX` that takes on a closed block never wrap.
@@ -35,18 +38,22 @@ pub(crate) struct ActiveBlock {
     deadline: Instant,
     /// The last instant a take may claim a value: `deadline` less the expiry margin.
     last_take: Instant,
+    /// Below this coarse clock reading, `last_take` is surely a second away or more.
+    coarse_until: u64,
 }
 
 impl ActiveBlock {
     /// A block whose values may be taken until `margin` before `deadline`.
     pub fn new(block: Block, deadline: Instant, margin: Duration) -> Self {
+        let last_take = deadline.checked_sub(margin).unwrap_or(deadline);
         Self {
             first: block.first(),
             increment: block.increment(),
             len: block.len().min(CLOSED),
             taken: AtomicU64::new(0),
             deadline,
-            last_take: deadline.checked_sub(margin).unwrap_or(deadline),
+            last_take,
+            coarse_until: clock::coarse_until(last_take),
         }
     }
 
@@ -59,14 +66,20 @@ impl ActiveBlock {
             taken: AtomicU64::new(0),
             deadline: now,
             last_take: now,
+            coarse_until: 0,
         }
     }
 
     /// Claims up to `count` indices at `now`; the range is empty when the block is spent,
     /// closed, or past its last take.
     #[inline]
-    pub fn take(&self, count: u64, now: Instant) -> Range<u64> {
-        if now > self.last_take {
+    pub fn take(&self, count: u64, now: Now) -> Range<u64> {
+        let open = match now {
+            Now::Live if clock::coarse() < self.coarse_until => true,
+            Now::Live => Instant::now() <= self.last_take,
+            Now::At(now) => now <= self.last_take,
+        };
+        if !open {
             return 0..0;
         }
         let start = self.taken.fetch_add(count, Ordering::Relaxed);
@@ -134,7 +147,7 @@ mod tests {
     }
 
     fn take(block: &ActiveBlock, count: u64) -> Range<u64> {
-        block.take(count, Instant::now())
+        block.take(count, Now::Live)
     }
 
     #[test]
@@ -196,12 +209,28 @@ mod tests {
     fn nothing_is_taken_past_the_deadline_less_the_margin_even_from_an_open_block() {
         let now = Instant::now();
         let block = ActiveBlock::new(Block::new(1, 10, 1).unwrap(), now + MARGIN * 2, MARGIN);
-        assert_eq!(block.take(1, now + MARGIN), 0..1, "at the last take");
+        assert_eq!(
+            block.take(1, Now::At(now + MARGIN)),
+            0..1,
+            "at the last take"
+        );
         assert!(block
-            .take(1, now + MARGIN + Duration::from_nanos(1))
+            .take(1, Now::At(now + MARGIN + Duration::from_nanos(1)))
             .is_empty());
         assert!(block.past_last_take(now + MARGIN * 2));
         assert_eq!(block.remaining(), 9, "refused takes claim nothing");
         assert_eq!(block.close(), Some((1, 9)));
+    }
+
+    #[test]
+    fn a_live_take_just_past_the_last_take_is_refused_though_the_coarse_clock_lags() {
+        let last_take = Instant::now() + Duration::from_millis(2);
+        let block = ActiveBlock::new(Block::new(1, 10, 1).unwrap(), last_take + MARGIN, MARGIN);
+        // Waits on the precise clock, which the coarse one trails by a tick or more.
+        while Instant::now() <= last_take {
+            std::hint::spin_loop();
+        }
+        assert!(take(&block, 1).is_empty());
+        assert_eq!(block.remaining(), 10);
     }
 }

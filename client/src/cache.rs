@@ -1,6 +1,7 @@
 //! One sequence's leased values: the active block (taken from without a lock) and the
 //! blocks queued behind it in lease order. Values leave in that order, so what one process
-//! hands out follows the sequence's vend order. It never reads a clock: callers pass `now`.
+//! hands out follows the sequence's vend order. It reads no clock but for takes at `Now::Live`:
+//! callers pass `now`.
 //!
 //! Every close of a block and every change of the queue happens under `queue`'s lock, which
 //! the fast path never takes; so what was used and what expired always add up.
@@ -13,6 +14,7 @@ use arc_swap::ArcSwap;
 use seqvend_blocks::Block;
 
 use crate::active::ActiveBlock;
+use crate::clock::Now;
 
 /// A block as leased: its values may be handed out until `deadline`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,14 +49,14 @@ impl BlockCache {
     /// The fast path: one value from the active block, or `None` if it is spent or `now` is
     /// past its deadline less the margin.
     #[inline]
-    pub fn take_one(&self, now: Instant) -> Option<i64> {
+    pub fn take_one(&self, now: Now) -> Option<i64> {
         let active = self.active.load();
         let index = active.take(1, now).next()?;
         Some(active.value(index))
     }
 
     /// Up to `count` values from the active block, appended to `out`; how many.
-    pub fn take_into(&self, count: u64, out: &mut Vec<i64>, now: Instant) -> u64 {
+    pub fn take_into(&self, count: u64, out: &mut Vec<i64>, now: Now) -> u64 {
         let active = self.active.load();
         let claimed = active.take(count, now);
         let taken = claimed.end - claimed.start;
@@ -170,7 +172,7 @@ mod tests {
     fn drain(cache: &BlockCache, now: Instant) -> Vec<i64> {
         let mut values = Vec::new();
         loop {
-            match cache.take_one(now) {
+            match cache.take_one(Now::At(now)) {
                 Some(value) => values.push(value),
                 None if cache.advance(now, MARGIN) => {}
                 None => return values,
@@ -183,7 +185,7 @@ mod tests {
         let now = Instant::now();
         let later = now + Duration::from_secs(60);
         let cache = BlockCache::new(now);
-        assert_eq!(cache.take_one(now), None);
+        assert_eq!(cache.take_one(Now::At(now)), None);
         cache.push(&[block(1, 3), block(100, 101)], later);
         cache.push(&[block(7, 8)], later);
         assert_eq!(drain(&cache, now), [1, 2, 3, 100, 101, 7, 8]);
@@ -198,12 +200,12 @@ mod tests {
         let mut values = Vec::new();
         while values.len() < 5 {
             let wanted = 5 - values.len() as u64;
-            if cache.take_into(wanted, &mut values, now) < wanted {
+            if cache.take_into(wanted, &mut values, Now::At(now)) < wanted {
                 assert!(cache.advance(now, MARGIN));
             }
         }
         assert_eq!(values, [1, 2, 3, 10, 11]);
-        assert_eq!(cache.take_one(now), Some(12));
+        assert_eq!(cache.take_one(Now::At(now)), Some(12));
     }
 
     #[test]
@@ -236,11 +238,11 @@ mod tests {
         cache.push(&[block(21, 30)], now + Duration::from_secs(60));
         let earlier = now - Duration::from_secs(1);
         assert!(cache.advance(earlier, MARGIN));
-        assert_eq!(cache.take_one(earlier), Some(1));
+        assert_eq!(cache.take_one(Now::At(earlier)), Some(1));
 
         assert_eq!(cache.expire(now, MARGIN), 9 + 10);
         assert_eq!(
-            cache.take_one(earlier),
+            cache.take_one(Now::At(earlier)),
             None,
             "the closed block gives nothing more"
         );
@@ -266,9 +268,13 @@ mod tests {
         cache.push(&[block(1, 10)], now + Duration::from_millis(300));
         cache.push(&[block(11, 12)], now + Duration::from_secs(60));
         assert!(cache.advance(now, MARGIN));
-        assert_eq!(cache.take_one(now), Some(1));
+        assert_eq!(cache.take_one(Now::At(now)), Some(1));
         let late = now + Duration::from_millis(150);
-        assert_eq!(cache.take_one(late), None, "past deadline less margin");
+        assert_eq!(
+            cache.take_one(Now::At(late)),
+            None,
+            "past deadline less margin"
+        );
         assert_eq!(drain(&cache, late), [11, 12]);
         assert_eq!((cache.taken(), cache.expired()), (3, 9));
     }
@@ -287,7 +293,7 @@ mod tests {
             150,
             "the active block counts"
         );
-        assert_eq!(cache.take_one(now), Some(1));
+        assert_eq!(cache.take_one(Now::At(now)), Some(1));
         assert_eq!(cache.held(now, Duration::ZERO), 149);
     }
 }

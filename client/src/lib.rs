@@ -30,11 +30,14 @@
 //!   past it. The ticker (every 100 ms) closes blocks two ticks before their deadline and
 //!   counts their unused values as discarded; a take past the deadline closes the block
 //!   itself when the ticker has not.
-//! - **A few atomic operations per value**: the fast path reads the monotonic clock
-//!   (`Instant::now`, a vDSO call on Linux), loads the active block (`ArcSwap`), claims an
-//!   index with one `fetch_add` on that block's own counter, and computes the value. No
-//!   lock, no allocation, no metrics counter: how many values were taken is read from the
-//!   blocks themselves.
+//!   A take reads the coarse monotonic clock (`CLOCK_MONOTONIC_COARSE`, a few ns), which
+//!   lags the precise one by a kernel tick or more; within a second of the last take, where
+//!   that lag could matter, it reads the precise clock (`Instant::now`) and compares with it.
+//! - **A few atomic operations per value**: the fast path reads the coarse clock (a vDSO
+//!   load on Linux), loads the active block (`ArcSwap`), claims an index with one
+//!   `fetch_add` on that block's own counter, and computes the value. No lock, no
+//!   allocation, no system call, no metrics counter: how many values were taken is read from
+//!   the blocks themselves.
 //! - **Retirement** reaches a client at its next lease (410): values it leased before the
 //!   retirement were vended before it, and are still handed out until they run out or expire.
 //!
@@ -75,6 +78,7 @@ mod backoff;
 mod builder;
 mod cache;
 mod client;
+mod clock;
 mod error;
 mod hlc;
 mod metrics;

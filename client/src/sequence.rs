@@ -2,9 +2,9 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::Instant;
 
 use crate::client::Inner;
+use crate::clock::Now;
 use crate::shared::Shared;
 use crate::{Error, Metrics};
 
@@ -15,8 +15,9 @@ use crate::{Error, Metrics};
 /// handed out twice by one client, and never after its lease's deadline: each take checks
 /// the deadline (a tenth short of the lease's ttl, counted from before the request left,
 /// less the expiry margin) itself, so a runtime starved by a hot loop cannot stretch it.
-/// Taking a value from the cache is one clock read, one atomic increment and one lock-free
-/// pointer load: no lock, no allocation.
+/// Taking a value from the cache is one coarse clock read (the precise clock only in the last
+/// second before the deadline), one atomic increment and one lock-free pointer load: no
+/// lock, no allocation, no system call.
 ///
 /// ```no_run
 /// # async fn example() -> Result<(), seqvend_client::Error> {
@@ -60,7 +61,7 @@ impl Sequence {
     /// A value: from the cache, or, only when it is empty, from a refill awaited for at most
     /// the wait timeout ([`Error::Timeout`], or the refill's failure).
     pub async fn next(&self) -> Result<i64, Error> {
-        if let Some(value) = self.shared.cache.take_one(Instant::now()) {
+        if let Some(value) = self.shared.cache.take_one(Now::Live) {
             return Ok(value);
         }
         let mut values = Vec::with_capacity(1);
@@ -75,7 +76,7 @@ impl Sequence {
         if self
             .shared
             .cache
-            .take_into(count as u64, &mut values, Instant::now())
+            .take_into(count as u64, &mut values, Now::Live)
             < count as u64
         {
             self.shared.fill(count, &mut values).await?;

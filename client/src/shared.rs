@@ -10,6 +10,7 @@ use tokio::sync::{watch, Notify};
 
 use crate::builder::Options;
 use crate::cache::BlockCache;
+use crate::clock::Now;
 use crate::metrics::{Counters, Metrics};
 use crate::policy::Planner;
 use crate::service::Lease;
@@ -65,17 +66,16 @@ impl Shared {
     /// The fast path, then the slow one; never waits.
     #[inline]
     pub fn try_next(&self) -> Result<i64, Error> {
-        let now = Instant::now();
-        match self.cache.take_one(now) {
+        match self.cache.take_one(Now::Live) {
             Some(value) => Ok(value),
-            None => self.try_next_slow(now),
+            None => self.try_next_slow(Instant::now()),
         }
     }
 
     #[cold]
     fn try_next_slow(&self, now: Instant) -> Result<i64, Error> {
         while self.cache.advance(now, self.options.expiry_margin) {
-            if let Some(value) = self.cache.take_one(now) {
+            if let Some(value) = self.cache.take_one(Now::At(now)) {
                 return Ok(value);
             }
         }
@@ -130,7 +130,7 @@ impl Shared {
             if missing == 0 {
                 return true;
             }
-            if self.cache.take_into(missing, out, now) < missing
+            if self.cache.take_into(missing, out, Now::At(now)) < missing
                 && !self.cache.advance(now, self.options.expiry_margin)
             {
                 return false;
