@@ -281,6 +281,38 @@ impl TestApp {
         Reply::from(request.send().await.expect("request sent")).await
     }
 
+    /// A POST with an `Idempotency-Key`: the reply, and whether it says it is a replay.
+    pub async fn keyed_post(&self, path: &str, key: &str, token: &str) -> (Reply, bool) {
+        let response = self
+            .http
+            .post(format!("{}{path}", self.address))
+            .bearer_auth(token)
+            .header("Idempotency-Key", key)
+            .send()
+            .await
+            .expect("request sent");
+        let replayed = response
+            .headers()
+            .get("idempotent-replayed")
+            .is_some_and(|v| v == "true");
+        (Reply::from(response).await, replayed)
+    }
+
+    /// A run-time token with `scopes`, made by the bootstrap admin: its id and secret.
+    pub async fn create_token(&self, name: &str, scopes: &[&str]) -> (i64, String) {
+        let reply = self
+            .request(
+                Method::POST,
+                "/tokens",
+                Some(ADMIN_TOKEN),
+                Some(json!({"name": name, "scopes": scopes})),
+            )
+            .await;
+        assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
+        let secret = reply.body["token"].as_str().unwrap().to_owned();
+        (reply.body["id"].as_i64().unwrap(), secret)
+    }
+
     pub async fn create(&self, body: Value) -> Reply {
         self.request(Method::POST, "/sequences", Some(ADMIN_TOKEN), Some(body))
             .await

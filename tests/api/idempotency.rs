@@ -9,19 +9,7 @@ use serde_json::json;
 use crate::helpers::*;
 
 async fn keyed(app: &TestApp, path: &str, key: &str, token: &str) -> (Reply, bool) {
-    let response = app
-        .http
-        .post(format!("{}{path}", app.address))
-        .bearer_auth(token)
-        .header("Idempotency-Key", key)
-        .send()
-        .await
-        .unwrap();
-    let replayed = response
-        .headers()
-        .get("idempotent-replayed")
-        .is_some_and(|v| v == "true");
-    (Reply::from(response).await, replayed)
+    app.keyed_post(path, key, token).await
 }
 
 async fn keyed_next(app: &TestApp, name: &str, count: u32, key: &str) -> (Reply, bool) {

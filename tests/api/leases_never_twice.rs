@@ -17,22 +17,8 @@ use crate::helpers::*;
 const RACING_HOLDER: &str = "instance:racing";
 
 async fn keyed_lease(app: &TestApp, name: &str, count: u32, key: &str) -> (Reply, bool) {
-    let response = app
-        .http
-        .post(format!(
-            "{}/sequences/{name}/leases?count={count}",
-            app.address
-        ))
-        .bearer_auth(VEND_TOKEN)
-        .header("Idempotency-Key", key)
-        .send()
-        .await
-        .unwrap();
-    let replayed = response
-        .headers()
-        .get("idempotent-replayed")
-        .is_some_and(|v| v == "true");
-    (Reply::from(response).await, replayed)
+    let path = format!("/sequences/{name}/leases?count={count}");
+    app.keyed_post(&path, key, VEND_TOKEN).await
 }
 
 #[tokio::test(flavor = "multi_thread")]

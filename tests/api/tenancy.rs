@@ -114,16 +114,7 @@ async fn two_bootstrap_tokens_in_a_rotation_never_share_an_idempotency_key_and_o
 
 /// A run-time token with `scopes`, made by the bootstrap admin; its secret.
 async fn token(app: &TestApp, name: &str, scopes: &[&str]) -> String {
-    let reply = app
-        .request(
-            Method::POST,
-            "/tokens",
-            Some(ADMIN_TOKEN),
-            Some(json!({"name": name, "scopes": scopes})),
-        )
-        .await;
-    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
-    reply.body["token"].as_str().unwrap().to_owned()
+    app.create_token(name, scopes).await.1
 }
 
 async fn create_as(app: &TestApp, secret: &str, body: Value) -> Reply {

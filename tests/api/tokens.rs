@@ -22,17 +22,7 @@ pub fn bootstrap_admin_name() -> String {
 
 /// Creates a token with `scopes` as the bootstrap admin; returns its id and secret.
 async fn token(app: &TestApp, name: &str, scopes: &[&str]) -> (i64, String) {
-    let reply = app
-        .request(
-            Method::POST,
-            "/tokens",
-            Some(ADMIN_TOKEN),
-            Some(json!({"name": name, "scopes": scopes})),
-        )
-        .await;
-    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
-    let secret = reply.body["token"].as_str().unwrap().to_owned();
-    (reply.body["id"].as_i64().unwrap(), secret)
+    app.create_token(name, scopes).await
 }
 
 async fn as_token(
