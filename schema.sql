@@ -998,23 +998,36 @@ $$;
 --
 
 CREATE FUNCTION seqvend.write_marks(p_ranges integer[], p_marks bigint[], p_up boolean[]) RETURNS integer[]
-    LANGUAGE sql
+    LANGUAGE plpgsql
     AS $$
-    WITH folded AS (
-        SELECT m.id, CASE WHEN bool_and(m.up) THEN max(m.mark) ELSE min(m.mark) END AS mark
-          FROM unnest(p_ranges, p_marks, p_up) AS m(id, mark, up)
-         GROUP BY m.id
-    ), free AS (
-        SELECT r.id FROM seqvend.ranges r
-         WHERE r.id IN (SELECT f.id FROM folded f)
-           FOR NO KEY UPDATE SKIP LOCKED
-    ), written AS (
+DECLARE
+    folded_ids   integer[];
+    folded_marks bigint[];
+    written      integer[] := '{}';
+BEGIN
+    SELECT array_agg(f.id), array_agg(f.mark) INTO folded_ids, folded_marks
+      FROM (SELECT m.id, CASE WHEN bool_and(m.up) THEN max(m.mark) ELSE min(m.mark) END AS mark
+              FROM unnest(p_ranges, p_marks, p_up) AS m(id, mark, up)
+             GROUP BY m.id) AS f;
+    BEGIN
         UPDATE seqvend.ranges r SET high_water = f.mark
-          FROM folded f
-         WHERE r.id = f.id AND r.id IN (SELECT free.id FROM free)
-        RETURNING r.id
-    )
-    SELECT coalesce(array_agg(written.id), '{}') FROM written
+          FROM unnest(folded_ids, folded_marks) AS f(id, mark)
+         WHERE r.id = f.id;
+        RETURN folded_ids;
+    EXCEPTION WHEN lock_not_available THEN
+        NULL;  -- one of the rows is held: write them one by one below
+    END;
+    FOR i IN 1 .. cardinality(folded_ids) LOOP
+        BEGIN
+            PERFORM FROM seqvend.ranges r WHERE r.id = folded_ids[i] FOR NO KEY UPDATE NOWAIT;
+            UPDATE seqvend.ranges r SET high_water = folded_marks[i] WHERE r.id = folded_ids[i];
+            written := written || folded_ids[i];
+        EXCEPTION WHEN lock_not_available THEN
+            NULL;  -- held: that range's sequence hands nothing out
+        END;
+    END LOOP;
+    RETURN written;
+END
 $$;
 
 --
