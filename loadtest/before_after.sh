@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
-# Strict and keyed POST next, this build against a baseline commit (default: the merge base
-# with main's first parent, HEAD~1 when unsure), rounds interleaved. Writes its section of
-# loadtest/RESULTS.md.
+# Strict and keyed POST next, this build against the build of a baseline commit, in one run
+# with rounds interleaved. Writes its section of loadtest/RESULTS.md.
 #   loadtest/before_after.sh <baseline commit>
 #   WRK_SECONDS=5 WRK_ROUNDS=3 loadtest/before_after.sh HEAD~5   # a quick try
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/common.sh"
