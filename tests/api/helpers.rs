@@ -143,6 +143,20 @@ pub async fn session_waits(
     row.get::<_, i64>(0) > 0
 }
 
+/// How many sessions of this database wait on a lock (of any kind: a row, a transaction, a
+/// relation, an advisory lock) while running a statement like `query` (an SQL LIKE pattern).
+pub async fn sessions_waiting_on_a_lock(observer: &tokio_postgres::Client, query: &str) -> i64 {
+    observer
+        .query_one(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
+             AND wait_event_type = 'Lock' AND query LIKE $1",
+            &[&query],
+        )
+        .await
+        .unwrap()
+        .get(0)
+}
+
 /// One running seqvend instance.
 pub struct TestApp {
     pub address: String,

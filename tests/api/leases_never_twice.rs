@@ -145,16 +145,7 @@ async fn lease_and_worker_id_writes_commit_synchronously_whatever_the_session_sa
 
 /// Whether a session of this database running a statement like `query` waits on a lock.
 async fn waits_on_a_lock(observer: &tokio_postgres::Client, query: &str) -> bool {
-    observer
-        .query_one(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
-             AND wait_event_type = 'Lock' AND query LIKE $1",
-            &[&query],
-        )
-        .await
-        .unwrap()
-        .get::<_, i64>(0)
-        > 0
+    sessions_waiting_on_a_lock(observer, query).await > 0
 }
 
 /// Waits until `task` has finished or a session runs a statement like `query` blocked on a

@@ -398,15 +398,7 @@ async fn counter_draws_meeting_in_opposite_orders_never_deadlock() {
         })
     };
     eventually(Duration::from_secs(10), "both batches wait", || async {
-        let row = observer
-            .query_one(
-                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
-                 AND wait_event IN ('transactionid', 'tuple') AND query LIKE '%draw_counters%'",
-                &[],
-            )
-            .await
-            .unwrap();
-        row.get::<_, i64>(0) == 2
+        sessions_waiting_on_a_lock(&observer, "%draw_counters%").await == 2
     })
     .await;
     other.batch_execute("ROLLBACK").await.unwrap();
