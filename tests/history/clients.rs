@@ -178,7 +178,8 @@ enum Pick {
     Only(&'static str),
     /// Any sequence of the chaotic phase, the live doomed one included.
     Any,
-    /// The live doomed sequence (`hot` while there is none).
+    /// A doomed sequence: the live one, now and then the one retired last (`hot` while there
+    /// is none, or while doomed sequences are paused).
     Doomed,
 }
 
@@ -190,10 +191,10 @@ impl Pick {
                 let names = ctx.world.sequences();
                 names[rng.gen_range(0..names.len())].clone()
             }
-            Pick::Doomed => {
-                let doomed = ctx.world.doomed.read().unwrap().last().cloned();
-                doomed.unwrap_or_else(|| HOT.to_owned())
-            }
+            Pick::Doomed => ctx
+                .world
+                .doomed_for_clients(rng)
+                .unwrap_or_else(|| HOT.to_owned()),
         }
     }
 }
@@ -481,7 +482,7 @@ fn values(kind: Kind, body: &Value) -> Option<Vec<i64>> {
     }
 }
 
-/// The thick client: values of the cached sequence and of the live doomed one, taken from
+/// The thick client: values of the cached sequence and of a doomed one, taken from
 /// blocks it leased, recorded with the time each batch was handed out.
 async fn thick_client(ctx: Ctx, mut rng: StdRng) {
     let client = seqvend_client::Client::builder(ctx.world.addresses[2].clone(), VEND)
@@ -490,8 +491,7 @@ async fn thick_client(ctx: Ctx, mut rng: StdRng) {
         .build()
         .expect("a thick client");
     while ctx.running() {
-        let doomed = ctx.world.doomed.read().unwrap().last().cloned();
-        let name = match doomed {
+        let name = match ctx.world.doomed_for_clients(&mut rng) {
             Some(doomed) if rng.gen_bool(0.5) => doomed,
             _ => CACHED.to_owned(),
         };

@@ -19,6 +19,8 @@ use crate::history::{Drawn, Fault, Retirement};
 use crate::schedule::{rng, Focus};
 use crate::world::{CACHED, DOWN, HOT, STEP, UPS, ZIGZAG};
 
+mod held_renewal;
+
 /// How its sessions are told apart from seqvend's (which it terminates).
 const APPLICATION: &str = "history-operator";
 
@@ -90,7 +92,12 @@ impl Operator {
                     if self.rng.gen_bool(0.5) {
                         self.hold_lock_beside().await;
                     }
-                    if self.running() {
+                    if !self.running() {
+                        break;
+                    }
+                    if self.rng.gen_bool(0.4) {
+                        self.renewal_held_across_retirement().await;
+                    } else {
                         self.retire_doomed().await;
                     }
                 }
@@ -638,16 +645,12 @@ impl Operator {
             return self.new_doomed().await;
         };
         let invoked = self.ctx.history.now();
-        let path = format!("/sequences/{name}");
         let mut attempts = Vec::new();
         let mut applied = false;
         while attempts.len() < RETIRE_ATTEMPTS {
-            let answer = self.admin_answer(Method::DELETE, &path, None).await;
+            let answer = self.delete(&name).await;
             applied = matches!(answer, Some((StatusCode::OK, _)));
-            attempts.push(match &answer {
-                Some((status, why)) => format!("{} {why}", status.as_u16()),
-                None => "no answer".to_owned(),
-            });
+            attempts.push(describe_answer(&answer));
             let again = match &answer {
                 None => true,
                 Some((status, _)) => *status == StatusCode::SERVICE_UNAVAILABLE,
@@ -657,14 +660,8 @@ impl Operator {
             }
         }
         let answered = self.ctx.history.now();
-        if applied {
-            self.ctx.history.retired(Retirement {
-                sequence: name.clone(),
-                invoked,
-                answered,
-            });
-            self.new_doomed().await;
-        }
+        self.retirement_ended(&name, invoked, answered, applied)
+            .await;
         self.record(
             "sequence retired",
             &name,
@@ -672,6 +669,32 @@ impl Operator {
             applied,
             attempts.join("; "),
         );
+    }
+
+    async fn delete(&mut self, name: &str) -> Option<(StatusCode, String)> {
+        let path = format!("/sequences/{name}");
+        self.admin_answer(Method::DELETE, &path, None).await
+    }
+
+    /// After a retirement: one that answered 200 is recorded for the checker, its name kept
+    /// for clients to ask for again, and a new doomed sequence made.
+    async fn retirement_ended(
+        &mut self,
+        name: &str,
+        invoked: Duration,
+        answered: Duration,
+        applied: bool,
+    ) {
+        if !applied {
+            return;
+        }
+        self.ctx.history.retired(Retirement {
+            sequence: name.to_owned(),
+            invoked,
+            answered,
+        });
+        self.ctx.world.retired(name);
+        self.new_doomed().await;
     }
 
     async fn new_doomed(&mut self) {
@@ -686,6 +709,13 @@ impl Operator {
         if self.admin(Method::POST, "/sequences", Some(body)).await == Some(StatusCode::CREATED) {
             self.ctx.world.doomed.write().unwrap().push(name);
         }
+    }
+}
+
+fn describe_answer(answer: &Option<(StatusCode, String)>) -> String {
+    match answer {
+        Some((status, why)) => format!("{} {why}", status.as_u16()),
+        None => "no answer".to_owned(),
     }
 }
 

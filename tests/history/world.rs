@@ -3,7 +3,11 @@
 //! the free number space left for ranges added during the run.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, RwLock};
+
+use rand::rngs::StdRng;
+use rand::Rng;
 
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
@@ -86,6 +90,12 @@ pub struct World {
     pub addresses: Vec<String>,
     /// Sequences made to be retired: the newest is the live one.
     pub doomed: RwLock<Vec<String>>,
+    /// The sequence retired last: clients keep asking for it now and then, as one that was
+    /// never told would, and nothing of it may come back.
+    retired_last: RwLock<Option<String>>,
+    /// While set, clients leave doomed sequences alone: a fault needs an instance's cached
+    /// blocks of one untouched for a moment (a take would drop a lapsed block).
+    doomed_paused: AtomicBool,
     /// The next free value above which ranges may be added, per sequence (ascending ones grow
     /// upwards, `down` downwards).
     free: Mutex<HashMap<String, i64>>,
@@ -109,6 +119,8 @@ impl World {
             instances: tokio::sync::Mutex::new(instances),
             addresses,
             doomed: RwLock::default(),
+            retired_last: RwLock::default(),
+            doomed_paused: AtomicBool::new(false),
             free: Mutex::default(),
             zigzag_rounds: Mutex::new(0),
         };
@@ -201,6 +213,28 @@ impl World {
             (base + 10, base + 11),
             (base + 105, base + 200),
         ]
+    }
+
+    /// The doomed sequence a client draws from now: the live one, or a quarter of the time the
+    /// one retired last; none while doomed sequences are paused.
+    pub fn doomed_for_clients(&self, rng: &mut StdRng) -> Option<String> {
+        if self.doomed_paused.load(Ordering::Relaxed) {
+            return None;
+        }
+        let retired = self.retired_last.read().unwrap().clone();
+        match retired {
+            Some(name) if rng.gen_bool(0.25) => Some(name),
+            _ => self.doomed.read().unwrap().last().cloned(),
+        }
+    }
+
+    pub fn pause_doomed(&self, paused: bool) {
+        self.doomed_paused.store(paused, Ordering::Relaxed);
+    }
+
+    /// Records that `name` was retired (its `DELETE` answered).
+    pub fn retired(&self, name: &str) {
+        *self.retired_last.write().unwrap() = Some(name.to_owned());
     }
 
     /// Allocates the number space of a new doomed sequence.
