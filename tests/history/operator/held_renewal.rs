@@ -1,10 +1,10 @@
-//! The fault that needs its own choreography: one instance's lease renewal held up by a row
-//! lock across the moment its lease expires in the database, while the doomed sequence it
-//! caches is retired and every instance has just lost its notifications. The `DELETE` then
-//! answers as soon as the lease expires; what keeps the late renewal from reviving the
-//! instance's lapsed block (and handing out a retired sequence's values to the clients that
-//! come back) is only the renewal's lock against the retirement and the instance cache's
-//! refusal to trust a lapsed block again.
+//! The fault that needs its own choreography: the instances' lease renewals held up by row
+//! locks across the moment their leases expire in the database, while the doomed sequence they
+//! cache is retired, every instance has just lost its notifications, and a DBA takes the
+//! registry's table for a second once the `DELETE` answered. The `DELETE` answers as soon as
+//! the leases expire; what keeps a late renewal from reviving an instance's lapsed block (and
+//! handing out a retired sequence's values to the clients that come back) is the renewal's
+//! lock against the retirement and the instance cache's refusal to trust a lapsed block again.
 
 use std::time::Duration;
 
@@ -12,25 +12,34 @@ use reqwest::StatusCode;
 
 use super::{bounded, connect, describe_answer, Operator, APPLICATION};
 
-/// Locks the instance lease on `$1` that expires last (and so one instance's renewals):
-/// answers its holder and expiry (seconds since the epoch).
-const LOCK_LAST_LEASE: &str = "
-    SELECT l.holder, extract(epoch FROM l.expires_at)::float8
-      FROM seqvend.leases l JOIN seqvend.sequences s ON s.id = l.sequence_id
-     WHERE s.name = $1 AND l.kind = 'instance' AND l.released_at IS NULL
-       AND l.expires_at > now()
-     ORDER BY l.expires_at DESC LIMIT 1
-       FOR UPDATE OF l";
+/// Locks every live instance lease on `$1` (and so the renewals of every instance caching
+/// it): answers how many, and when the last expires (seconds since the epoch).
+const LOCK_LEASES: &str = "
+    SELECT count(*), max(extract(epoch FROM expires_at))::float8
+      FROM (SELECT l.expires_at
+              FROM seqvend.leases l JOIN seqvend.sequences s ON s.id = l.sequence_id
+             WHERE s.name = $1 AND l.kind = 'instance' AND l.released_at IS NULL
+               AND l.expires_at > now()
+               FOR UPDATE OF l) AS held";
 
 /// Whether a lease renewal begun in the last second before `$1` waits on a lock, and whether
-/// `$1` has passed.
+/// `$1` has passed. A renewal that waits but began earlier is cancelled: it would otherwise
+/// queue for the lock ahead of the one that matters, and make renewals fail for longer.
 const RENEWAL_WAITING: &str = "
-    SELECT EXISTS (SELECT 1 FROM pg_stat_activity
-                    WHERE wait_event_type = 'Lock'
-                      AND query LIKE '%SET expires_at = now() + make_interval%'
-                      AND xact_start BETWEEN to_timestamp($1) - interval '1 second'
-                                         AND to_timestamp($1)),
+    WITH waiting AS (
+        SELECT pid, xact_start >= to_timestamp($1) - interval '1 second' AS in_last_second
+          FROM pg_stat_activity
+         WHERE wait_event_type = 'Lock'
+           AND query LIKE '%SET expires_at = now() + make_interval%')
+    SELECT EXISTS (SELECT 1 FROM waiting WHERE in_last_second),
+           (SELECT count(pg_cancel_backend(pid)) FROM waiting WHERE NOT in_last_second) >= 0,
            clock_timestamp() > to_timestamp($1)";
+
+/// Whether a session waits for, or holds, an exclusive lock on the registry's sequences.
+const REGISTRY_LOCK_QUEUED: &str = "
+    SELECT EXISTS (SELECT 1 FROM pg_locks
+                    WHERE relation = 'seqvend.sequences'::regclass
+                      AND mode = 'AccessExclusiveLock')";
 
 /// Cuts every instance's notification session (its last statement was `LISTEN`).
 const CUT_NOTIFICATIONS: &str = "
@@ -40,11 +49,11 @@ const CUT_NOTIFICATIONS: &str = "
 
 impl Operator {
     /// Pauses the clients of doomed sequences (a take would drop a lapsed block and refill),
-    /// locks the lease on the live doomed sequence that expires last, waits for its holder's
-    /// renewal to begin within a second of that expiry and block on the lock, cuts the
-    /// instances' notifications, retires the sequence, lets the renewal through the moment
-    /// the `DELETE` answers, and lets the clients back — a quarter of them to the sequence
-    /// just retired. A sequence the instances do not cache is retired the ordinary way.
+    /// locks every instance lease on the live doomed sequence, waits for a renewal begun within
+    /// a second of the last one's expiry to block on it (cancelling earlier ones), cuts the
+    /// instances' notifications, retires the sequence, queues a lock on the registry's table,
+    /// lets the renewals through the moment the `DELETE` answers, and lets the clients back.
+    /// A sequence the instances do not cache is retired the ordinary way.
     pub(super) async fn renewal_held_across_retirement(&mut self) {
         let Some(name) = self.ctx.world.doomed.read().unwrap().last().cloned() else {
             return self.new_doomed().await;
@@ -89,26 +98,33 @@ impl Operator {
             .await
             .and_then(Result::ok)
             .ok_or("no transaction")?;
-        let lease = bounded(tx.query_opt(LOCK_LAST_LEASE, &[&name]))
+        let held = bounded(tx.query_one(LOCK_LEASES, &[&name]))
             .await
             .and_then(Result::ok)
-            .flatten()
-            .ok_or("no live instance lease to hold")?;
-        let (holder, expires): (String, f64) = (lease.get(0), lease.get(1));
+            .ok_or("could not lock the leases")?;
+        let (leases, expires): (i64, Option<f64>) = (held.get(0), held.get(1));
+        let expires = expires.ok_or("no live instance lease to hold")?;
         if !self.renewal_blocked_before(expires).await {
             return Err("no renewal blocked in the lease's last second");
         }
+        // Opened now: opening a session later would take longer than the window it must hit.
+        let registry_session = connect(&self.ctx.world.pg.url).await;
         let cut = self.cut_notifications().await;
         let invoked = self.ctx.history.now();
         let answer = self.delete(name).await;
         let answered = self.ctx.history.now();
+        // A DBA's `VACUUM FULL` of the registry, queued behind the held renewal: it takes the
+        // table the moment the renewal commits, and the instance re-reads its sequences'
+        // status only once it is done.
+        let registry_locked = self.lock_registry_for_a_second(registry_session).await;
         let _ = bounded(tx.rollback()).await;
         self.ctx.world.pause_doomed(false);
         let retired = matches!(answer, Some((StatusCode::OK, _)));
         self.retirement_ended(name, invoked, answered, retired)
             .await;
         let detail = format!(
-            "held {holder}'s lease, {cut:?} notification sessions cut, DELETE: {}",
+            "held {leases} leases, {cut:?} notification sessions cut, DELETE: {}, \
+             registry locked after it: {registry_locked}",
             describe_answer(&answer)
         );
         Ok(Held { retired, detail })
@@ -124,12 +140,35 @@ impl Operator {
             let Some(Ok(row)) = bounded(db.query_one(RENEWAL_WAITING, &[&expires])).await else {
                 return false;
             };
-            let (waiting, passed): (bool, bool) = (row.get(0), row.get(1));
+            let (waiting, passed): (bool, bool) = (row.get(0), row.get(2));
             if waiting || passed {
                 return waiting;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
+    }
+
+    /// Holds `seqvend.sequences` exclusively for a second on `db`, once it can; returns once the lock is queued (or held).
+    async fn lock_registry_for_a_second(&mut self, db: Option<tokio_postgres::Client>) -> bool {
+        let Some(db) = db else {
+            return false;
+        };
+        self.background.spawn(async move {
+            let sql = "BEGIN; LOCK TABLE seqvend.sequences IN ACCESS EXCLUSIVE MODE; \
+                       SELECT pg_sleep(1); ROLLBACK";
+            let _ = bounded(db.batch_execute(sql)).await;
+        });
+        for _ in 0..200 {
+            let Some(db) = self.db().await else {
+                return false;
+            };
+            let queued = bounded(db.query_one(REGISTRY_LOCK_QUEUED, &[])).await;
+            if matches!(queued, Some(Ok(row)) if row.get::<_, bool>(0)) {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        false
     }
 
     async fn cut_notifications(&mut self) -> Option<i64> {
