@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Strict and keyed POST next, this build against a baseline build, in the same run: writes
-the "before and after" section of loadtest/RESULTS.md. Started by loadtest/before_after.sh,
+the "before and after" section of docs/performance.md. Started by loadtest/before_after.sh,
 which builds both release binaries.
 
 Each round starts each binary in turn (the order alternates from round to round) with its

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Strict and keyed POST next, this build against the build of a baseline commit, in one run
-# with rounds interleaved. Writes its section of loadtest/RESULTS.md.
+# with rounds interleaved. Writes its section of docs/performance.md.
 #   loadtest/before_after.sh <baseline commit>
 #   WRK_SECONDS=5 WRK_ROUNDS=3 loadtest/before_after.sh HEAD~5   # a quick try
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/common.sh"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Cached sequences under load: writes the "cache" section of loadtest/RESULTS.md. Started by
+"""Cached sequences under load: writes the "cache" section of docs/performance.md. Started by
 loadtest/cache.sh.
 
 Server tier: wrk (-t1 -c64) measures POST next on a cached sequence beside POST next on a
@@ -210,7 +210,7 @@ def main():
             f"**{outage_result['waits']} calls waited** (goal 0), hit rate {float(outage_result['hit_rate']):.4f}, "
             f"duplicates {outage_result['duplicates']}.",
         ]
-    # In RESULTS.md, one level down, beside the other load tests' figures.
+    # In docs/performance.md, one level down, beside the other load tests' figures.
     section = ["#" + line if line.startswith("#") else line for line in lines]
     write_section("cache", "\n".join(section))
     print("\n".join(lines))

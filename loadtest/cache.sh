@@ -3,7 +3,7 @@
 # GET /healthz (wrk, rounds interleaved), values per database statement, the memory of 10,000
 # cached sequences, and the thick client's figures (client_bench: warm cache at 1, 2 and 8
 # threads, hit rate at a steady 10k ids/s, a 60 s outage of seqvend at 1k ids/s).
-# Writes its section of loadtest/RESULTS.md.
+# Writes its section of docs/performance.md.
 #   loadtest/cache.sh
 #   WRK_SECONDS=5 WRK_ROUNDS=1 CACHE_QUICK=1 loadtest/cache.sh   # a quick try
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/common.sh"

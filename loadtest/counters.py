@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Counter families under load: writes the "counters" section of loadtest/RESULTS.md. Started
+"""Counter families under load: writes the "counters" section of docs/performance.md. Started
 by loadtest/counters.sh.
 
 1. COUNTER_KEYS (1,000,000) keys created by their first draw: wrk -t1 -c128, a new key on

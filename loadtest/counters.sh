@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Counter families under load: a million keys created by first use, draws at random over them
 # against draws on one key, disk per key and seqvend's memory. Writes its section of
-# loadtest/RESULTS.md.
+# docs/performance.md.
 #   loadtest/counters.sh
 #   COUNTER_KEYS=20000 WRK_SECONDS=3 WRK_ROUNDS=1 loadtest/counters.sh   # a quick try
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/common.sh"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What printing carrier numbers costs the vend path: wrk on POST next for a formatted and a
-# plain sequence in the same run (about 2 minutes). Figures go in loadtest/FORMATS.md.
+# plain sequence in the same run (about 2 minutes). Figures go in docs/performance-formats.md.
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/common.sh"
 cd "$(repo_root)"
 

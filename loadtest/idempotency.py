@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Idempotency keys and run-time tokens under load: writes the "idempotency" section of
-loadtest/RESULTS.md. Started by loadtest/idempotency.sh.
+docs/performance.md. Started by loadtest/idempotency.sh.
 
 wrk (-t1 -c64) over POST next of one strict sequence, rounds interleaved, medians reported:
 with the bootstrap vend token and no key (the baseline), with a new Idempotency-Key on every

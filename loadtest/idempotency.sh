@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # POST next with and without Idempotency-Key, and with a run-time token, against the no-op
-# route (wrk, rounds interleaved). Writes its section of loadtest/RESULTS.md.
+# route (wrk, rounds interleaved). Writes its section of docs/performance.md.
 #   loadtest/idempotency.sh
 #   WRK_SECONDS=5 WRK_ROUNDS=1 loadtest/idempotency.sh   # a quick try
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/common.sh"

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Per-sequence metric series with 100 and with 10,000 sequences: writes the "series" section
-of loadtest/RESULTS.md. Started by loadtest/series.sh.
+of docs/performance.md. Started by loadtest/series.sh.
 
 Each sequence is created and vended from (so it has a rate and a values_vended count); after
 a usage round the scrape's series are counted per family. The per-sequence gauges show the

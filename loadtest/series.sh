@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Metric series with 100 and with 10,000 sequences: the per-sequence metrics stay bounded.
-# Writes its section of loadtest/RESULTS.md.
+# Writes its section of docs/performance.md.
 #   loadtest/series.sh
 #   SERIES_SEQUENCES=1000 loadtest/series.sh   # a quick try
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/common.sh"

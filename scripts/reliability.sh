@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Reruns the fault-injection suite (tests/faults) and writes RELIABILITY.md from its figures.
+# Reruns the fault-injection suite (tests/faults) and writes its figures into docs/reliability.md:
+# the block between the `section:figures` markers is replaced, the rest of the page is kept.
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 cd "$(repo_root)"
 ensure_postgres
@@ -12,15 +13,13 @@ trap 'rm -rf "$out"' EXIT
 cargo build --release --locked -p seqvend-client --examples
 SEQVEND_RELIABILITY_DIR="$out" cargo test --release --locked --test faults
 python3 - "$out" <<'PY'
-import datetime, json, os, pathlib, subprocess, sys
+import datetime, json, os, pathlib, re, subprocess, sys
 # In scenario order: 1, 2, …, 10, 11 (the number before the first dash), not as strings sort.
 files = sorted(pathlib.Path(sys.argv[1]).glob("*.json"), key=lambda p: (int(p.name.split("-")[0].rstrip("ab") or 0), p.name))
 rows = [json.loads(p.read_text()) for p in files]
 commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
 lines = [
-    "# seqvend reliability figures",
-    "",
     f"- Date: {datetime.date.today().isoformat()}; commit {commit}; {os.cpu_count()} cores ({cpu})",
     "- Rerun with `scripts/reliability.sh` (the same suite runs in CI as `cargo test --test faults`).",
     "- Every scenario runs real `seqvend serve` processes against a real PostgreSQL 15 started by the",
@@ -52,9 +51,12 @@ for r in rows:
         f"| {r['scenario']} | {r['faults']} | {r['vended']:,} | {r['duplicates']} | {r['out_of_range']} | "
         f"{int(r['gaps']):,} | {r['requests_ok']:,} / {r['requests_unavailable']:,} / {r['requests_cancelled']:,} | {r['notes']} |"
     )
-notes = pathlib.Path("RELIABILITY-NOTES.md")
-if notes.exists():
-    lines += ["", notes.read_text().strip()]
-pathlib.Path("RELIABILITY.md").write_text("\n".join(lines) + "\n")
+page = pathlib.Path("docs/reliability.md")
+text = page.read_text()
+begin = re.search(r"<!-- section:figures[^>]*-->\n", text)
+end = text.find("<!-- /section:figures -->")
+if not begin or end < begin.end():
+    sys.exit("docs/reliability.md has no section:figures markers to write between")
+page.write_text(text[: begin.end()] + "\n".join(lines) + "\n" + text[end:])
 print("\n".join(lines))
 PY

@@ -22,6 +22,9 @@ scripts/with-scratch-db.sh cargo sqlx prepare --check
 log "schema.sql matches the migrations"
 scripts/schema.sh --check
 
+log "every relative link in the Markdown files resolves"
+scripts/check-links.py
+
 log "tests (every workspace member)"
 # The fault suite runs the client's examples as application processes: built first, as the
 # plain binaries `cargo test` does not make of them.

@@ -1,5 +1,6 @@
 //! seqvend's integration tests: real HTTP against real PostgreSQL clusters.
 
+mod api_reference;
 mod by_hand;
 mod caching;
 #[path = "../common/carrier_vectors.rs"]
