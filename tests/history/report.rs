@@ -111,7 +111,7 @@ pub fn write(
     out
 }
 
-/// The run in one table row, to paste into RELIABILITY.md.
+/// The run in one table row, to paste into docs/reliability.md.
 struct Figures<'a> {
     ops: &'a [Op],
     faults: &'a [Fault],
@@ -160,7 +160,7 @@ impl Figures<'_> {
             kinds.join(", ")
         };
         let internal = self.ops.iter().filter(|op| op.internal_error()).count();
-        let _ = writeln!(out, "figures (for RELIABILITY.md):\n{}", Self::HEADER);
+        let _ = writeln!(out, "figures (for docs/reliability.md):\n{}", Self::HEADER);
         let _ = writeln!(
             out,
             "| {} | {} | {} | {} of sequences, {} of counters, {} Snowflake ids | {}: {} | {} \
