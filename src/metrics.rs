@@ -334,3 +334,6 @@ impl Default for Metrics {
 pub fn saturating_gauge(count: u128) -> i64 {
     i64::try_from(count).unwrap_or(i64::MAX)
 }
+
+#[cfg(test)]
+mod tests;
