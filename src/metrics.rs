@@ -68,7 +68,7 @@ metric_families! {
         pub usage_per_second: GaugeVec {
             name: "seqvend_sequence_usage_per_second",
             help: "Values a sequence used per second over the window (1h, 24h), counted from \
-                   PostgreSQL: every instance and client lease included.",
+                   PostgreSQL: every block lease of an instance or a client included.",
             labels: ["sequence", "window"],
         },
         pub seconds_until_exhausted: GaugeVec {
@@ -85,7 +85,8 @@ metric_families! {
         },
         pub cache_held: IntGauge {
             name: "seqvend_cache_held_values",
-            help: "Values this instance holds in its cache, leased and not yet handed out.",
+            help: "Values this instance holds in its instance cache, leased in blocks and not \
+                   yet handed out.",
         },
         pub vend_batch_requests: Histogram {
             name: "seqvend_vend_batch_requests",
@@ -131,33 +132,34 @@ metric_families! {
         pub clock_moved_backwards: IntCounter {
             name: "seqvend_clock_moved_backwards_total",
             help: "Snowflake requests refused because the clock read further below the last \
-                   millisecond issued (or the lease's first) than the tolerance allows.",
+                   millisecond issued (or the worker lease's first) than the tolerance allows.",
         },
         pub leases_granted: IntCounterVec {
             name: "seqvend_leases_granted_total",
-            help: "Blocks of values leased, by holder kind: instance (this instance's cache) or \
-                   client (POST /sequences/{name}/leases).",
+            help: "Block leases granted, by holder kind: instance (for this instance's instance \
+                   cache) or client (POST /sequences/{name}/leases).",
             labels: ["kind"],
         },
         pub cache_hits: IntCounter {
             name: "seqvend_cache_hits_total",
-            help: "Vend requests of cached sequences answered from this instance's memory at once.",
+            help: "Vend requests of cached sequences answered from the instance cache at once.",
         },
         pub cache_waits: IntCounter {
             name: "seqvend_cache_waits_total",
-            help: "Vend requests of cached sequences that found the cache short and waited for \
-                   a refill.",
+            help: "Vend requests of cached sequences that found the instance cache short and \
+                   waited for a refill.",
         },
         pub cache_refills: IntCounterVec {
             name: "seqvend_cache_refills_total",
-            help: "Refills of this instance's cache, by result (granted, exhausted, retired, \
+            help: "Refills of the instance cache, by result (granted, exhausted, retired, \
                    not_found, failed, unavailable).",
             labels: ["result"],
         },
         pub cache_discarded: IntCounter {
             name: "seqvend_cache_discarded_values_total",
-            help: "Cached values never handed out: their lease expired, the sequence was retired \
-                   or its cache policy changed, or the instance stopped. Gaps, never duplicates.",
+            help: "Values of the instance cache never handed out: their block lease expired, \
+                   the sequence was retired or its cache policy changed, or the instance \
+                   stopped. Gaps, never duplicates.",
         },
     }
 }
