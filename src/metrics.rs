@@ -1,7 +1,8 @@
 //! Prometheus metrics, one registry per running application (so tests can run many).
 //! Names follow Prometheus conventions: `seqvend_` prefix, `_total` counters, `_seconds`.
 //! Labels are bounded: routes are matched templates, and at most `sequence_limit` sequences
-//! get series of their own (the rest share `sequence="_other"`).
+//! get series of their own (the rest share `sequence="_other"`). Each family is declared once,
+//! with its name, help, labels and buckets, in a `metric_families!` block (`declare.rs`).
 
 mod counters;
 mod declare;
