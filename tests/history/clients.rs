@@ -184,6 +184,16 @@ enum Pick {
 }
 
 impl Pick {
+    /// Waits while doomed sequences are paused, if this pick is one: a client that drew
+    /// another sequence meanwhile could be stuck in a registry lock when they come back.
+    async fn ready(self, ctx: &Ctx) {
+        if let Pick::Doomed = self {
+            while ctx.running() && ctx.world.doomed_paused() {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }
+    }
+
     fn name(self, ctx: &Ctx, rng: &mut StdRng) -> String {
         match self {
             Pick::Only(name) => name.to_owned(),
@@ -201,6 +211,7 @@ impl Pick {
 
 async fn strict(ctx: Ctx, mut rng: StdRng, pick: Pick, max: u32, instances: usize) {
     while ctx.running() {
+        pick.ready(&ctx).await;
         let name = pick.name(&ctx, &mut rng);
         let count = rng.gen_range(1..=max);
         let (address, via) = ctx.address(&mut rng, instances);
@@ -217,6 +228,7 @@ async fn strict(ctx: Ctx, mut rng: StdRng, pick: Pick, max: u32, instances: usiz
 
 async fn lease(ctx: Ctx, mut rng: StdRng, pick: Pick, max: u32) {
     while ctx.running() {
+        pick.ready(&ctx).await;
         let name = pick.name(&ctx, &mut rng);
         let count = rng.gen_range(1..=max);
         let (address, via) = ctx.address(&mut rng, 3);
@@ -239,6 +251,7 @@ async fn keyed(ctx: Ctx, mut rng: StdRng, pick: Pick, kind: Kind, max: u32) {
     while ctx.running() {
         n += 1;
         let key = format!("k-{tag:016x}-{n}");
+        pick.ready(&ctx).await;
         let name = pick.name(&ctx, &mut rng);
         let count = rng.gen_range(1..=max);
         let route = if kind == Kind::KeyedLease {

@@ -228,6 +228,10 @@ impl World {
         }
     }
 
+    pub fn doomed_paused(&self) -> bool {
+        self.doomed_paused.load(Ordering::Relaxed)
+    }
+
     pub fn pause_doomed(&self, paused: bool) {
         self.doomed_paused.store(paused, Ordering::Relaxed);
     }

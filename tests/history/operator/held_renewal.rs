@@ -22,8 +22,8 @@ const LOCK_LEASES: &str = "
                AND l.expires_at > now()
                FOR UPDATE OF l) AS held";
 
-/// Whether a lease renewal begun in the last second before `$1` waits on a lock, and whether
-/// `$1` has passed. A renewal that waits but began earlier is cancelled: it would otherwise
+/// Whether a lease renewal begun in the last second before `$1` waits on a lock, and the
+/// seconds left until `$1`. A renewal that waits but began earlier is cancelled: it would otherwise
 /// queue for the lock ahead of the one that matters, and make renewals fail for longer.
 const RENEWAL_WAITING: &str = "
     WITH waiting AS (
@@ -33,7 +33,7 @@ const RENEWAL_WAITING: &str = "
            AND query LIKE '%SET expires_at = now() + make_interval%')
     SELECT EXISTS (SELECT 1 FROM waiting WHERE in_last_second),
            (SELECT count(pg_cancel_backend(pid)) FROM waiting WHERE NOT in_last_second) >= 0,
-           clock_timestamp() > to_timestamp($1)";
+           extract(epoch FROM to_timestamp($1) - clock_timestamp())::float8";
 
 /// Whether a session waits for, or holds, an exclusive lock on the registry's sequences.
 const REGISTRY_LOCK_QUEUED: &str = "
@@ -131,7 +131,10 @@ impl Operator {
     }
 
     /// Waits until a renewal that began in the second before `expires` (seconds since the
-    /// epoch) waits on the held lease; `false` once `expires` passed without one.
+    /// epoch) waits on the held lease, then until just before `expires`: the notifications
+    /// are cut then, so that the instances are deaf for most of the second after the `DELETE`
+    /// answers (they reconnect a second after the cut). `false` once `expires` passed without
+    /// such a renewal.
     async fn renewal_blocked_before(&mut self, expires: f64) -> bool {
         loop {
             let Some(db) = self.db().await else {
@@ -140,9 +143,14 @@ impl Operator {
             let Some(Ok(row)) = bounded(db.query_one(RENEWAL_WAITING, &[&expires])).await else {
                 return false;
             };
-            let (waiting, passed): (bool, bool) = (row.get(0), row.get(2));
-            if waiting || passed {
-                return waiting;
+            let (waiting, seconds_left): (bool, f64) = (row.get(0), row.get(2));
+            if waiting {
+                let until_cut = Duration::from_secs_f64((seconds_left - 0.15).max(0.0));
+                tokio::time::sleep(until_cut).await;
+                return true;
+            }
+            if seconds_left < 0.0 {
+                return false;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
