@@ -6,6 +6,7 @@
 pub(crate) mod connect;
 mod durable;
 mod pg_error;
+mod primary;
 mod registry;
 mod target;
 mod tls;
@@ -20,10 +21,10 @@ use deadpool::Runtime;
 use sqlx::postgres::PgConnectOptions;
 use sqlx::PgPool;
 
-use crate::primary::{self, Primary};
 use crate::settings::DatabaseSettings;
 use connect::Connector;
 pub use durable::begin_durable;
+use primary::Primary;
 use target::Target;
 use vend_pool::VendManager;
 pub use vend_pool::{discard, VendConnection, VendPool};

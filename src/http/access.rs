@@ -2,8 +2,9 @@
 
 use sqlx::PgPool;
 
+use super::caller::Caller;
 use super::error::ApiError;
-use crate::auth::{Caller, Resource, Verb};
+use crate::auth::{Resource, Verb};
 use crate::domain::SequenceName;
 use crate::registry::{Catalog, Known};
 

@@ -7,9 +7,10 @@ use serde::{Deserialize, Serialize};
 use sqlx::PgPool;
 use utoipa::ToSchema;
 
+use super::caller::Caller;
 use super::error::{ApiError, ErrorBody};
 use super::extract::JsonObject;
-use crate::auth::{Caller, Resource, Verb};
+use crate::auth::{Resource, Verb};
 use crate::ids::{self, worker_lease, Lease, Snowflake};
 use crate::settings::IdSettings;
 

@@ -7,9 +7,10 @@ use sqlx::PgPool;
 use utoipa::IntoParams;
 
 use super::access::require_on_sequence;
+use super::caller::Caller;
 use super::error::{ApiError, ErrorBody};
 use super::paging::page_limit;
-use crate::auth::{Caller, Resource, Verb};
+use crate::auth::{Resource, Verb};
 use crate::domain::SequenceName;
 use crate::registry::{self, Catalog, EventPage};
 

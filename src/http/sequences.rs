@@ -9,12 +9,13 @@ use sqlx::PgPool;
 use utoipa::ToSchema;
 
 use super::access::{require_claim, require_on_sequence};
+use super::caller::Caller;
 use super::error::ApiError;
 use super::error::ErrorBody;
 use super::extract::JsonObject;
 use super::paging::ListQuery;
 use super::RegistryDeadline;
-use crate::auth::{Caller, Resource, Verb};
+use crate::auth::{Resource, Verb};
 use crate::carriers::{Format, FormatError};
 use crate::domain::{AlertThresholds, CachePolicy, RangeBounds, SequenceName, SequenceSpec};
 use crate::registry::{

@@ -11,7 +11,7 @@ use actix_web::middleware::Next;
 use actix_web::{web, HttpMessage};
 use tracing::Instrument;
 
-use crate::auth::Caller;
+use super::caller::Caller;
 use crate::metrics::Metrics;
 
 pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");

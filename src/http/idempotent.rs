@@ -8,8 +8,8 @@ use actix_web::dev::Payload;
 use actix_web::http::header::{HeaderName, HeaderValue};
 use actix_web::{web, FromRequest, HttpRequest, HttpResponse, ResponseError};
 
+use super::caller::Caller;
 use super::error::ApiError;
-use crate::auth::Caller;
 use crate::idempotency::{parse_key, Claim, IdempotencyKey, InFlight};
 
 const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");

@@ -7,10 +7,11 @@ use serde_json::Number;
 use sqlx::PgPool;
 use utoipa::ToSchema;
 
+use super::caller::Caller;
 use super::error::{ApiError, ErrorBody};
 use super::extract::JsonObject;
 use super::paging::ListQuery;
-use crate::auth::{Caller, Resource, Verb};
+use crate::auth::{Resource, Verb};
 use crate::domain::{SequenceName, SequenceSpec};
 use crate::registry::{self, FamilyPage, FamilyView};
 

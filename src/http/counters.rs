@@ -6,11 +6,12 @@ use serde::{Deserialize, Serialize};
 use sqlx::PgPool;
 use utoipa::{IntoParams, ToSchema};
 
+use super::caller::Caller;
 use super::error::{ApiError, ErrorBody};
 use super::families::family;
 use super::idempotent::refuse_key;
 use super::vend::batch_count;
-use crate::auth::{Caller, Verb};
+use crate::auth::Verb;
 use crate::domain::{CounterKey, SequenceName};
 use crate::registry::{self, CounterView};
 use crate::vend::{CounterAsk, CounterOutcome, Counters};

@@ -6,9 +6,10 @@ use serde::{Deserialize, Serialize};
 use sqlx::PgPool;
 use utoipa::ToSchema;
 
+use super::caller::Caller;
 use super::error::{ApiError, ErrorBody};
 use super::extract::JsonObject;
-use crate::auth::{secret, Caller, Resource, Scope, Verb};
+use crate::auth::{secret, Resource, Scope, Verb};
 use crate::domain::SequenceName;
 use crate::registry::{self, TokenView};
 

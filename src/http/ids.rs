@@ -6,8 +6,9 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
+use super::caller::Caller;
 use super::error::{ApiError, ErrorBody};
-use crate::auth::{Caller, Resource, Verb};
+use crate::auth::{Resource, Verb};
 use crate::ids::{Snowflake, UuidV7s};
 
 const MAX_COUNT: u64 = 10_000;
