@@ -31,7 +31,6 @@ use actix_web::{web, HttpRequest, HttpResponse};
 
 use error::ApiError;
 
-pub use deadline::RegistryDeadline;
 pub use extract::{json_config, path_config, query_config, JSON_LIMIT};
 pub use openapi::ApiDoc;
 pub use server::{serve, AppState, Served};

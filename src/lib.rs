@@ -16,6 +16,7 @@ pub mod local_pg;
 pub mod metrics;
 pub mod migrate;
 pub mod registry;
+pub mod service;
 pub mod settings;
 pub mod startup;
 pub mod telemetry;

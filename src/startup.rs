@@ -9,10 +9,11 @@ use actix_web::web;
 use crate::auth::{TokenChanges, TokenStore, Tokens};
 use crate::cache::{self, InstanceCache};
 use crate::http;
-use crate::idempotency::{self, InFlight};
+use crate::idempotency;
 use crate::ids::{self, worker_lease, Clock, Snowflake, UuidV7s};
 use crate::metrics::Metrics;
 use crate::registry::Catalog;
+use crate::service::{Parts, Service};
 use crate::settings::Settings;
 use crate::vend::{Counters, Vender};
 use crate::{db, migrate, usage};
@@ -91,24 +92,24 @@ impl Application {
         let (registry_for_shutdown, snowflake_for_shutdown) = (registry.clone(), snowflake.clone());
         let listener = TcpListener::bind(settings.listen)?;
         let port = listener.local_addr()?.port();
+        let service = Service::new(Parts {
+            registry,
+            vend_pool,
+            vender,
+            counters,
+            catalog,
+            cache: cache.clone(),
+            cache_settings: settings.cache.clone(),
+            metrics,
+            snowflake,
+            uuids,
+            id_settings: settings.ids.clone(),
+            tokens: Tokens::from(&settings.tokens),
+            token_store,
+            registry_deadline: settings.vend.statement_deadline,
+        });
         let state = http::AppState {
-            registry: web::Data::new(registry),
-            vend_pool: web::Data::new(vend_pool),
-            vender: web::Data::new(vender),
-            counters: web::Data::new(counters),
-            catalog: web::Data::from(catalog),
-            cache: web::Data::new(cache.clone()),
-            cache_settings: web::Data::new(settings.cache.clone()),
-            metrics: web::Data::from(metrics),
-            snowflake: web::Data::from(snowflake),
-            uuids: web::Data::new(uuids),
-            id_settings: web::Data::new(settings.ids.clone()),
-            tokens: web::Data::new(Tokens::from(&settings.tokens)),
-            token_store: web::Data::from(token_store),
-            in_flight: web::Data::new(InFlight::default()),
-            registry_deadline: web::Data::new(http::RegistryDeadline(
-                settings.vend.statement_deadline,
-            )),
+            service: web::Data::new(service),
             metrics_here: settings.metrics_listen.is_none(),
         };
         let served = http::serve(state, listener, settings.workers, settings.metrics_listen)?;

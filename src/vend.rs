@@ -20,5 +20,5 @@ pub use counters::{CounterAsk, CounterOutcome, Counters};
 pub use engine::{Pending, Vender};
 pub use error::VendError;
 pub use lanes::{Lanes, Statement};
-pub use lease::{Holder, Lease, Leased};
-pub use statement::Outcome;
+pub use lease::{Holder, Lease, LeaseReplay, Leased};
+pub use statement::{Outcome, Replay};

@@ -10,7 +10,8 @@ use actix_web::http::header;
 use actix_web::{web, FromRequest, HttpMessage, HttpRequest};
 
 use super::error::ApiError;
-use crate::auth::{self, Principal, Resource, TokenStore, Tokens, Verb};
+use crate::auth::{Principal, Resource, Verb};
+use crate::service::Service;
 
 /// An authenticated caller.
 #[derive(Clone)]
@@ -53,17 +54,14 @@ impl FromRequest for Caller {
 }
 
 async fn authenticate(req: &HttpRequest) -> Result<Arc<Principal>, ApiError> {
-    let tokens = req
-        .app_data::<web::Data<Tokens>>()
-        .expect("Tokens are registered as app data");
-    let store = req
-        .app_data::<web::Data<TokenStore>>()
-        .expect("the token store is registered as app data");
+    let service = req
+        .app_data::<web::Data<Service>>()
+        .expect("the service is registered as app data");
     let bearer = req
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::trim);
-    Ok(auth::authenticate(tokens, store, bearer).await?)
+    Ok(service.authenticate(bearer).await?)
 }

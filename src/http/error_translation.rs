@@ -5,6 +5,7 @@ use super::error::ApiError;
 use crate::auth::AuthError;
 use crate::ids::{IdError, LeaseError};
 use crate::registry::RegistryError;
+use crate::service::RetireRefused;
 use crate::vend::VendError;
 
 impl From<RegistryError> for ApiError {
@@ -85,6 +86,21 @@ impl From<AuthError> for ApiError {
             AuthError::Forbidden { needed } => Self::Forbidden { needed },
             AuthError::NoAnswerInTime => Self::Unavailable("the database did not answer in time"),
             AuthError::Registry(err) => err.into(),
+        }
+    }
+}
+
+impl From<RetireRefused> for ApiError {
+    fn from(refused: RetireRefused) -> Self {
+        match refused {
+            RetireRefused::Registry(err) => err.into(),
+            RetireRefused::NoAnswerInTime => {
+                Self::Unavailable("the database did not answer in time")
+            }
+            RetireRefused::StillCached => Self::Unavailable(
+                "the sequence is retired, but an instance may still hold cached values of it; \
+                 DELETE again to wait for them",
+            ),
         }
     }
 }

@@ -8,13 +8,7 @@ use actix_web::middleware::from_fn;
 use actix_web::{web, App, HttpServer};
 
 use super::request_log;
-use crate::auth::{TokenStore, Tokens};
-use crate::cache::InstanceCache;
-use crate::idempotency::InFlight;
-use crate::ids::{Snowflake, UuidV7s};
-use crate::metrics::Metrics;
-use crate::registry::Catalog;
-use crate::vend::{Counters, Vender};
+use crate::service::Service;
 
 /// The servers `serve` started: the main one, and the one serving `/metrics` alone (with its
 /// port) when it has an address of its own.
@@ -45,24 +39,11 @@ pub fn serve(
     Ok(Served { server, metrics })
 }
 
+/// What every worker serves from: the service, and whether the main listener serves
+/// `/metrics` (no address of its own given).
 #[derive(Clone)]
 pub struct AppState {
-    pub registry: web::Data<sqlx::PgPool>,
-    pub vend_pool: web::Data<crate::db::VendPool>,
-    pub vender: web::Data<Vender>,
-    pub counters: web::Data<Counters>,
-    pub catalog: web::Data<Catalog>,
-    pub cache: web::Data<InstanceCache>,
-    pub cache_settings: web::Data<crate::settings::CacheSettings>,
-    pub metrics: web::Data<Metrics>,
-    pub snowflake: web::Data<Snowflake>,
-    pub uuids: web::Data<UuidV7s>,
-    pub id_settings: web::Data<crate::settings::IdSettings>,
-    pub tokens: web::Data<Tokens>,
-    pub token_store: web::Data<TokenStore>,
-    pub in_flight: web::Data<InFlight>,
-    pub registry_deadline: web::Data<super::RegistryDeadline>,
-    /// Whether the main listener serves `/metrics` (no address of its own given).
+    pub service: web::Data<Service>,
     pub metrics_here: bool,
 }
 
@@ -76,10 +57,7 @@ fn serve_metrics_alone(
     let state = state.clone();
     let server = HttpServer::new(move || {
         App::new()
-            .app_data(state.metrics.clone())
-            .app_data(state.vend_pool.clone())
-            .app_data(state.registry.clone())
-            .app_data(state.cache.clone())
+            .app_data(state.service.clone())
             .configure(super::metrics_route)
             .default_service(web::to(super::not_found))
     })
@@ -105,21 +83,7 @@ fn build_app(
 > {
     App::new()
         .wrap(from_fn(request_log::observe))
-        .app_data(state.registry.clone())
-        .app_data(state.vend_pool.clone())
-        .app_data(state.vender.clone())
-        .app_data(state.counters.clone())
-        .app_data(state.catalog.clone())
-        .app_data(state.cache.clone())
-        .app_data(state.cache_settings.clone())
-        .app_data(state.metrics.clone())
-        .app_data(state.snowflake.clone())
-        .app_data(state.uuids.clone())
-        .app_data(state.id_settings.clone())
-        .app_data(state.tokens.clone())
-        .app_data(state.token_store.clone())
-        .app_data(state.in_flight.clone())
-        .app_data(state.registry_deadline.clone())
+        .app_data(state.service.clone())
         .app_data(super::json_config())
         .app_data(super::query_config())
         .app_data(super::path_config())

@@ -70,13 +70,8 @@ pub struct Lease {
 #[derive(Debug, Clone)]
 pub enum Leased {
     Granted(Lease),
-    /// The lease's idempotency key already had an answer: the lease it granted then (status
-    /// 200), or the exhaustion (409) it met.
-    Replayed {
-        status: u16,
-        blocks: Vec<Block>,
-        expires_at: Option<DateTime<Utc>>,
-    },
+    /// The lease's idempotency key already had an answer: the one it got then.
+    Replayed(LeaseReplay),
     /// The idempotency key was first used with another request.
     KeyReused,
     Exhausted,
@@ -84,6 +79,32 @@ pub enum Leased {
     NotFound,
     /// The sequence failed on its own (see `Outcome::Failed`).
     Failed(String),
+}
+
+/// A stored answer to a keyed block lease.
+#[derive(Debug, Clone)]
+pub enum LeaseReplay {
+    /// The blocks it was granted, leased until `expires_at`.
+    Granted {
+        blocks: Vec<Block>,
+        expires_at: DateTime<Utc>,
+    },
+    /// It met an exhausted sequence.
+    Exhausted,
+}
+
+impl LeaseReplay {
+    /// The stored answer from its record: the status the statement kept (`detail`, 200 when
+    /// absent), the blocks and their expiry.
+    fn of(detail: Option<&str>, blocks: Vec<Block>, expires_at: Option<DateTime<Utc>>) -> Self {
+        let status = detail.and_then(|d| d.parse::<u16>().ok()).unwrap_or(200);
+        match expires_at {
+            Some(expires_at) if status == 200 && !blocks.is_empty() => {
+                Self::Granted { blocks, expires_at }
+            }
+            _ => Self::Exhausted,
+        }
+    }
 }
 
 /// What a lease asks for.
@@ -150,14 +171,8 @@ pub async fn lease(
                 .collect::<Option<Vec<Block>>>()
                 .context("a stored lease's runs do not fit its increment")?;
             let expires_ms: Option<i64> = row.get(4);
-            Leased::Replayed {
-                status: detail
-                    .as_deref()
-                    .and_then(|d| d.parse().ok())
-                    .unwrap_or(200),
-                blocks,
-                expires_at: expires_ms.and_then(DateTime::from_timestamp_millis),
-            }
+            let expires_at = expires_ms.and_then(DateTime::from_timestamp_millis);
+            Leased::Replayed(LeaseReplay::of(detail.as_deref(), blocks, expires_at))
         }
         "key_reused" => Leased::KeyReused,
         "ok" => {

@@ -36,14 +36,31 @@ pub enum Outcome {
     /// lock timeout, a deadlock, a conflict): worth retrying; the other sequences of the
     /// statement were served. Says why.
     Unavailable(String),
-    /// The request's idempotency key already had an answer: the values (status 200) or the
-    /// exhaustion (409) it got then.
-    Replayed {
-        status: u16,
-        values: Vec<i64>,
-    },
+    /// The request's idempotency key already had an answer: the one it got then.
+    Replayed(Replay),
     /// The request's idempotency key was first used with another request.
     KeyReused,
+}
+
+/// A stored answer to a keyed request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Replay {
+    /// The values it was given.
+    Values(Vec<i64>),
+    /// It met an exhausted sequence.
+    Exhausted,
+}
+
+impl Replay {
+    /// The stored answer from its HTTP-free record: the status the statement kept (`detail`,
+    /// 200 when absent) and the values, if any.
+    fn of(detail: Option<&str>, values: Option<Vec<i64>>) -> Self {
+        let exhausted = detail.and_then(|d| d.parse::<u16>().ok()) == Some(409);
+        match values {
+            Some(values) if !exhausted && !values.is_empty() => Self::Values(values),
+            _ => Self::Exhausted,
+        }
+    }
 }
 
 /// One request of a statement.
@@ -102,18 +119,8 @@ pub async fn vend(
                 hand_out(values, &counts, Outcome::Values, Outcome::Exhausted)
             }
             "replayed" => {
-                let status = detail
-                    .as_deref()
-                    .and_then(|d| d.parse().ok())
-                    .unwrap_or(200);
-                let values: Option<Vec<i64>> = row.get(2);
-                vec![
-                    Outcome::Replayed {
-                        status,
-                        values: values.unwrap_or_default(),
-                    };
-                    indexes.len()
-                ]
+                let replay = Replay::of(detail.as_deref(), row.get(2));
+                vec![Outcome::Replayed(replay); indexes.len()]
             }
             "key_reused" => vec![Outcome::KeyReused; indexes.len()],
             "retired" => vec![Outcome::Retired; indexes.len()],
