@@ -1,7 +1,7 @@
 //! The HTTP edge: the route table, handlers, the `Caller` extractor, the request log, OpenAPI
 //! and the mapping of errors to statuses (the only module that knows HTTP). Handlers parse
-//! requests into domain types at the
-//! edge and map outcomes to responses; the work happens in `registry` and `vend`.
+//! requests into domain types, authorise, and map outcomes to responses; the use-cases are
+//! `service`'s.
 
 mod access;
 mod caller;

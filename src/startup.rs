@@ -13,7 +13,7 @@ use crate::idempotency;
 use crate::ids::{self, worker_lease, Clock, Snowflake, UuidV7s};
 use crate::metrics::Metrics;
 use crate::registry::Catalog;
-use crate::service::{Parts, Service};
+use crate::service::{self, Parts, Service};
 use crate::settings::Settings;
 use crate::vend::{Counters, Vender};
 use crate::{db, migrate, usage};
@@ -77,7 +77,7 @@ impl Application {
         ));
         let token_changes = TokenChanges::new(token_store.clone());
         let pinger = token_changes.spawn_pinger(registry.clone());
-        let notifications = cache::spawn_listener(
+        let notifications = service::spawn_notification_hub(
             registry.clone(),
             cache.clone(),
             catalog.clone(),

@@ -15,6 +15,7 @@ mod error;
 mod lanes;
 mod lease;
 mod statement;
+mod statement_outcome;
 
 pub use counters::{CounterAsk, CounterOutcome, Counters};
 pub use engine::{Pending, Vender};
@@ -22,3 +23,4 @@ pub use error::VendError;
 pub use lanes::{Lanes, Statement};
 pub use lease::{Holder, Lease, LeaseReplay, Leased};
 pub use statement::{Outcome, Replay};
+pub use statement_outcome::StatementOutcome;

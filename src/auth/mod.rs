@@ -1,6 +1,6 @@
 //! Who is calling and what they may do. A caller presents a bearer token: a bootstrap token
 //! from the environment (`bootstrap`), or a token managed at run time and kept in PostgreSQL
-//! (`store`, kept current through the registry's notifications by `listener`; secrets in
+//! (`store`, kept current through the registry's notifications by `token_changes`; secrets in
 //! `secret`). Either way it stands for a
 //! `Principal`: a name (for logs, metrics and the audit trail; never the secret) and scopes
 //! (`scope`). The HTTP edge turns a request into a `Principal` (`authenticate`) and asks it
@@ -8,18 +8,18 @@
 
 mod bootstrap;
 mod error;
-mod listener;
 mod scope;
 pub mod secret;
 mod store;
+mod token_changes;
 
 use std::sync::Arc;
 
 pub use bootstrap::{Role, Tokens};
 pub use error::AuthError;
-pub use listener::TokenChanges;
 pub use scope::{Resource, Scope, ScopeError, Verb};
 pub use store::TokenStore;
+pub use token_changes::TokenChanges;
 
 /// A caller, as its token describes it.
 #[derive(Debug)]

@@ -1,5 +1,5 @@
 //! The tokens kept in PostgreSQL, as this instance knows them. A token is read from the
-//! database the first time it is seen and kept in memory. While the listener provably hears
+//! database the first time it is seen and kept in memory. While the notification hub provably hears
 //! the registry's token changes (it heard its own ping, sent less than `TRUST_HEARD` ago), a
 //! kept token is trusted until a change names it: a revocation reaches every instance within
 //! a round trip of its commit. Otherwise a kept token is trusted for `TRUST_UNHEARD` after it
@@ -16,9 +16,9 @@ use sqlx::PgPool;
 use super::{secret, AuthError, Principal};
 use crate::registry::{self, StoredToken};
 
-/// How long a kept token is trusted after it was read, whatever the listener hears.
+/// How long a kept token is trusted after it was read, whatever the notification hub hears.
 const TRUST_UNHEARD: Duration = Duration::from_secs(1);
-/// How recent the last ping the listener heard must be (counted from when it was sent) for
+/// How recent the last ping the notification hub heard must be (counted from when it was sent) for
 /// kept tokens to be trusted until a change names them.
 const TRUST_HEARD: Duration = Duration::from_millis(1500);
 /// How often a token's `last_used_at` is written, at most, per instance.
@@ -29,7 +29,7 @@ pub struct TokenStore {
     /// Longest a token read may take before the request is answered 503.
     deadline: Duration,
     kept: RwLock<HashMap<i64, Kept>>,
-    /// When the last ping the listener heard was sent: every change committed before then
+    /// When the last ping the notification hub heard was sent: every change committed before then
     /// has been heard (notifications arrive in commit order). None while not listening.
     heard: RwLock<Option<Instant>>,
     /// Counts forgettings, so that a read that raced with one is not kept.
@@ -142,7 +142,7 @@ impl TokenStore {
         map.clear();
     }
 
-    /// The listener heard its ping sent at `sent`, or (None) lost its connection.
+    /// The notification hub heard its ping sent at `sent`, or (None) lost its connection.
     pub fn set_heard(&self, sent: Option<Instant>) {
         *self.heard.write().unwrap_or_else(|p| p.into_inner()) = sent;
     }

@@ -1,4 +1,4 @@
-//! `POST /sequences/{name}/leases?count=N`: a block of values for a client's own cache
+//! `POST /sequences/{name}/leases?count=N`: a block lease: a block of values for a client cache
 //! (the thick client, `seqvend-client`), drawn durably like any vend and leased for a while.
 
 use actix_web::{web, HttpResponse};
@@ -61,9 +61,9 @@ impl From<&Block> for BlockView {
 
 #[utoipa::path(
     post, path = "/sequences/{name}/leases", tag = "vend", params(("name" = String, Path, description = "Sequence name", pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$"), LeaseQuery,
-        ("Idempotency-Key" = Option<String>, Header, description = "1–255 visible ASCII characters: a repeat with the same key, token and request answers the same lease again, with `Idempotent-Replayed: true`", max_length = 255)),
+        ("Idempotency-Key" = Option<String>, Header, description = "1–255 visible ASCII characters: a repeat with the same key, token and request answers the same block lease again, with `Idempotent-Replayed: true`", max_length = 255)),
     responses(
-        (status = 200, description = "A lease, durable before it is returned", body = LeaseView),
+        (status = 200, description = "A block lease, durable before it is returned", body = LeaseView),
         (status = 400, description = "invalid_name or invalid_request", body = ErrorBody),
         (status = 401, description = "unauthorized", body = ErrorBody),
         (status = 403, description = "forbidden: the token has no lease scope on the sequence (vend is not enough)", body = ErrorBody),

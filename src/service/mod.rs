@@ -6,6 +6,7 @@
 
 mod keys;
 mod lease;
+mod notification_hub;
 mod retire;
 mod vend;
 mod workers;
@@ -17,6 +18,7 @@ use sqlx::PgPool;
 
 pub use keys::KeyInFlight;
 pub use lease::{BlockLease, BlockLeaseAsk, LeaseRefused};
+pub use notification_hub::spawn as spawn_notification_hub;
 pub use retire::RetireRefused;
 pub use vend::{VendAsk, VendRefused, VendedValues};
 

@@ -11,6 +11,7 @@ use seqvend_blocks::Block;
 use tokio_postgres::types::ToSql;
 
 use super::statement::run_durably;
+use super::StatementOutcome;
 use crate::db::VendPool as Pool;
 use crate::domain::SequenceName;
 use crate::idempotency::IdempotencyKey;
@@ -159,8 +160,8 @@ pub async fn lease(
         .first()
         .context("the lease statement returned no row")?;
     let detail: Option<String> = row.get(2);
-    Ok(match row.get::<_, &str>(0) {
-        "replayed" => {
+    Ok(match StatementOutcome::parse(row.get(0))? {
+        StatementOutcome::Replayed => {
             let increment: i64 = row.get(5);
             let firsts: Vec<i64> = row.get::<_, Option<Vec<i64>>>(6).unwrap_or_default();
             let lasts: Vec<i64> = row.get::<_, Option<Vec<i64>>>(7).unwrap_or_default();
@@ -174,8 +175,8 @@ pub async fn lease(
             let expires_at = expires_ms.and_then(DateTime::from_timestamp_millis);
             Leased::Replayed(LeaseReplay::of(detail.as_deref(), blocks, expires_at))
         }
-        "key_reused" => Leased::KeyReused,
-        "ok" => {
+        StatementOutcome::KeyReused => Leased::KeyReused,
+        StatementOutcome::Ok => {
             let values: Vec<i64> = row.get(1);
             if let Some(repaired) = &detail {
                 tracing::warn!(sequence = name.as_str(), "{repaired}");
@@ -204,16 +205,16 @@ pub async fn lease(
                 clipped: values.len() < count as usize,
             })
         }
-        "retired" => Leased::Retired,
-        "not_found" => Leased::NotFound,
-        "unavailable" => {
+        StatementOutcome::Retired => Leased::Retired,
+        StatementOutcome::NotFound => Leased::NotFound,
+        StatementOutcome::Unavailable => {
             // Judged "unavailable" with the statement's other failures (`db::is_unavailable`).
             return Err(anyhow::Error::new(crate::db::Busy(
                 detail.unwrap_or_default(),
             )))
             .context(format!("leasing from sequence {name}"));
         }
-        "failed" => {
+        StatementOutcome::Failed => {
             let reason = detail.unwrap_or_default();
             tracing::error!(
                 sequence = name.as_str(),
@@ -226,6 +227,5 @@ pub async fn lease(
                 .inc();
             Leased::Failed(reason)
         }
-        other => anyhow::bail!("unexpected lease outcome {other:?}"),
     })
 }

@@ -6,6 +6,7 @@ use anyhow::Context;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
+use super::StatementOutcome;
 use crate::db::{VendConnection, VendPool as Pool};
 
 use crate::domain::SequenceName;
@@ -107,8 +108,8 @@ pub async fn vend(
         let indexes = request_indexes(&row, asks.len())?;
         let name = asks[indexes[0]].name.as_str();
         let detail: Option<String> = row.get(3);
-        let handed_out = match row.get::<_, &str>(1) {
-            "ok" => {
+        let handed_out = match StatementOutcome::parse(row.get(1))? {
+            StatementOutcome::Ok => {
                 if let Some(repaired) = detail {
                     tracing::warn!(sequence = name, "{repaired}");
                     metrics.sequence_repairs.with_label_values(&[name]).inc();
@@ -118,14 +119,14 @@ pub async fn vend(
                 let counts: Vec<u32> = indexes.iter().map(|&i| asks[i].count).collect();
                 hand_out(values, &counts, Outcome::Values, Outcome::Exhausted)
             }
-            "replayed" => {
+            StatementOutcome::Replayed => {
                 let replay = Replay::of(detail.as_deref(), row.get(2));
                 vec![Outcome::Replayed(replay); indexes.len()]
             }
-            "key_reused" => vec![Outcome::KeyReused; indexes.len()],
-            "retired" => vec![Outcome::Retired; indexes.len()],
-            "not_found" => vec![Outcome::NotFound; indexes.len()],
-            "unavailable" => {
+            StatementOutcome::KeyReused => vec![Outcome::KeyReused; indexes.len()],
+            StatementOutcome::Retired => vec![Outcome::Retired; indexes.len()],
+            StatementOutcome::NotFound => vec![Outcome::NotFound; indexes.len()],
+            StatementOutcome::Unavailable => {
                 let reason = detail.unwrap_or_default();
                 tracing::warn!(
                     sequence = name,
@@ -134,13 +135,12 @@ pub async fn vend(
                 );
                 vec![Outcome::Unavailable(reason); indexes.len()]
             }
-            "failed" => {
+            StatementOutcome::Failed => {
                 let reason = detail.unwrap_or_default();
                 tracing::error!(sequence = name, reason, "vending from a sequence failed");
                 metrics.sequence_failures.with_label_values(&[name]).inc();
                 vec![Outcome::Failed(reason); indexes.len()]
             }
-            other => anyhow::bail!("unexpected vend outcome {other:?}"),
         };
         for (index, outcome) in indexes.into_iter().zip(handed_out) {
             outcomes[index] = outcome;
