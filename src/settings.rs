@@ -7,11 +7,14 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 
-use crate::auth::Tokens;
-use crate::ids::Layout;
+use seqvend_blocks::snowflake::Layout;
+
+mod bootstrap_tokens;
+
+pub use bootstrap_tokens::BootstrapTokens;
 
 /// Plain data. `Debug` hides the secrets: the password in `database_url` (see `redact_url`)
-/// and the tokens (see `Tokens`).
+/// and the tokens (see `BootstrapTokens`).
 #[derive(Clone)]
 pub struct Settings {
     /// None: start a private PostgreSQL cluster in `data_dir`.
@@ -21,7 +24,7 @@ pub struct Settings {
     /// Serve `/metrics` here instead of on `listen` (e.g. a port only Prometheus reaches).
     pub metrics_listen: Option<SocketAddr>,
     pub workers: usize,
-    pub tokens: Tokens,
+    pub tokens: BootstrapTokens,
     pub log_json: bool,
     pub database: DatabaseSettings,
     pub vend: VendSettings,
@@ -256,7 +259,7 @@ impl Settings {
     /// Like `from_env`, reading variables through `lookup` (empty values count as unset).
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> anyhow::Result<Self> {
         let var = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
-        let tokens = Tokens::new(
+        let tokens = BootstrapTokens::new(
             &var("SEQVEND_ADMIN_TOKENS").unwrap_or_default(),
             &var("SEQVEND_VEND_TOKENS").unwrap_or_default(),
             parse_bool(

@@ -4,25 +4,23 @@
 use std::net::TcpListener;
 use std::sync::Arc;
 
-use actix_web::dev::Server;
-use actix_web::middleware::from_fn;
-use actix_web::{web, App, HttpServer};
+use actix_web::web;
 
 use crate::auth::{TokenChanges, TokenStore, Tokens};
 use crate::cache::{self, InstanceCache};
-use crate::handlers;
-use crate::idempotency::{self, InFlight};
+use crate::http;
+use crate::idempotency;
 use crate::ids::{self, worker_lease, Clock, Snowflake, UuidV7s};
 use crate::metrics::Metrics;
 use crate::registry::Catalog;
-use crate::request_log;
+use crate::service::{self, Parts, Service};
 use crate::settings::Settings;
 use crate::vend::{Counters, Vender};
 use crate::{db, migrate, usage};
 
 pub struct Application {
     port: u16,
-    server: Server,
+    server: actix_web::dev::Server,
     /// The listener serving only `/metrics`, when it has its own address.
     metrics_server: Option<(u16, actix_web::dev::ServerHandle)>,
     registry: sqlx::PgPool,
@@ -79,7 +77,7 @@ impl Application {
         ));
         let token_changes = TokenChanges::new(token_store.clone());
         let pinger = token_changes.spawn_pinger(registry.clone());
-        let notifications = cache::spawn_listener(
+        let notifications = service::spawn_notification_hub(
             registry.clone(),
             cache.clone(),
             catalog.clone(),
@@ -94,41 +92,31 @@ impl Application {
         let (registry_for_shutdown, snowflake_for_shutdown) = (registry.clone(), snowflake.clone());
         let listener = TcpListener::bind(settings.listen)?;
         let port = listener.local_addr()?.port();
-        let state = AppState {
-            registry: web::Data::new(registry),
-            vend_pool: web::Data::new(vend_pool),
-            vender: web::Data::new(vender),
-            counters: web::Data::new(counters),
-            catalog: web::Data::from(catalog),
-            cache: web::Data::new(cache.clone()),
-            cache_settings: web::Data::new(settings.cache.clone()),
-            metrics: web::Data::from(metrics),
-            snowflake: web::Data::from(snowflake),
-            uuids: web::Data::new(uuids),
-            id_settings: web::Data::new(settings.ids.clone()),
-            tokens: web::Data::new(settings.tokens.clone()),
-            token_store: web::Data::from(token_store),
-            in_flight: web::Data::new(InFlight::default()),
-            registry_deadline: web::Data::new(handlers::RegistryDeadline(
-                settings.vend.statement_deadline,
-            )),
+        let service = Service::new(Parts {
+            registry,
+            vend_pool,
+            vender,
+            counters,
+            catalog,
+            cache: cache.clone(),
+            cache_settings: settings.cache.clone(),
+            metrics,
+            snowflake,
+            uuids,
+            id_settings: settings.ids.clone(),
+            tokens: Tokens::from(&settings.tokens),
+            token_store,
+            registry_deadline: settings.vend.statement_deadline,
+        });
+        let state = http::AppState {
+            service: web::Data::new(service),
             metrics_here: settings.metrics_listen.is_none(),
         };
-        let metrics_server = match settings.metrics_listen {
-            None => None,
-            Some(address) => Some(serve_metrics_alone(address, &state)?),
-        };
-        // Process signals are `main`'s: actix would take SIGINT as a forced shutdown.
-        let server = HttpServer::new(move || build_app(&state))
-            .disable_signals()
-            .workers(settings.workers)
-            .backlog(4096)
-            .listen(listener)?
-            .run();
+        let served = http::serve(state, listener, settings.workers, settings.metrics_listen)?;
         Ok(Self {
             port,
-            server,
-            metrics_server,
+            server: served.server,
+            metrics_server: served.metrics,
             registry: registry_for_shutdown,
             snowflake: snowflake_for_shutdown,
             cache,
@@ -200,91 +188,4 @@ async fn start_snowflake(
     ids::keep_lease(registry, &snowflake, ids).await;
     let renewer = ids::spawn_renewer(registry.clone(), snowflake.clone(), ids.clone());
     Ok((snowflake, renewer))
-}
-
-#[derive(Clone)]
-struct AppState {
-    registry: web::Data<sqlx::PgPool>,
-    vend_pool: web::Data<crate::db::VendPool>,
-    vender: web::Data<Vender>,
-    counters: web::Data<Counters>,
-    catalog: web::Data<Catalog>,
-    cache: web::Data<InstanceCache>,
-    cache_settings: web::Data<crate::settings::CacheSettings>,
-    metrics: web::Data<Metrics>,
-    snowflake: web::Data<Snowflake>,
-    uuids: web::Data<UuidV7s>,
-    id_settings: web::Data<crate::settings::IdSettings>,
-    tokens: web::Data<Tokens>,
-    token_store: web::Data<TokenStore>,
-    in_flight: web::Data<InFlight>,
-    registry_deadline: web::Data<handlers::RegistryDeadline>,
-    /// Whether the main listener serves `/metrics` (no address of its own given).
-    metrics_here: bool,
-}
-
-/// Serves `/metrics` alone on `address`; returns its port and handle.
-fn serve_metrics_alone(
-    address: std::net::SocketAddr,
-    state: &AppState,
-) -> anyhow::Result<(u16, actix_web::dev::ServerHandle)> {
-    let listener = TcpListener::bind(address)?;
-    let port = listener.local_addr()?.port();
-    let state = state.clone();
-    let server = HttpServer::new(move || {
-        App::new()
-            .app_data(state.metrics.clone())
-            .app_data(state.vend_pool.clone())
-            .app_data(state.registry.clone())
-            .app_data(state.cache.clone())
-            .configure(handlers::metrics_route)
-            .default_service(web::to(handlers::not_found))
-    })
-    .disable_signals()
-    .workers(1)
-    .listen(listener)?
-    .run();
-    let handle = server.handle();
-    tokio::spawn(server);
-    Ok((port, handle))
-}
-
-fn build_app(
-    state: &AppState,
-) -> App<
-    impl actix_web::dev::ServiceFactory<
-        actix_web::dev::ServiceRequest,
-        Config = (),
-        Response = actix_web::dev::ServiceResponse<impl actix_web::body::MessageBody>,
-        Error = actix_web::Error,
-        InitError = (),
-    >,
-> {
-    App::new()
-        .wrap(from_fn(request_log::observe))
-        .app_data(state.registry.clone())
-        .app_data(state.vend_pool.clone())
-        .app_data(state.vender.clone())
-        .app_data(state.counters.clone())
-        .app_data(state.catalog.clone())
-        .app_data(state.cache.clone())
-        .app_data(state.cache_settings.clone())
-        .app_data(state.metrics.clone())
-        .app_data(state.snowflake.clone())
-        .app_data(state.uuids.clone())
-        .app_data(state.id_settings.clone())
-        .app_data(state.tokens.clone())
-        .app_data(state.token_store.clone())
-        .app_data(state.in_flight.clone())
-        .app_data(state.registry_deadline.clone())
-        .app_data(handlers::json_config())
-        .app_data(handlers::query_config())
-        .app_data(handlers::path_config())
-        .configure(handlers::routes)
-        .configure(|cfg| {
-            if state.metrics_here {
-                handlers::metrics_route(cfg);
-            }
-        })
-        .default_service(web::to(handlers::not_found))
 }

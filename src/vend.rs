@@ -15,10 +15,12 @@ mod error;
 mod lanes;
 mod lease;
 mod statement;
+mod statement_outcome;
 
 pub use counters::{CounterAsk, CounterOutcome, Counters};
 pub use engine::{Pending, Vender};
 pub use error::VendError;
 pub use lanes::{Lanes, Statement};
-pub use lease::{Holder, Lease, Leased};
-pub use statement::Outcome;
+pub use lease::{Holder, Lease, LeaseReplay, Leased};
+pub use statement::{Outcome, Replay};
+pub use statement_outcome::StatementOutcome;

@@ -15,6 +15,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use super::Principal;
+use crate::settings::BootstrapTokens;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {
@@ -22,11 +23,10 @@ pub enum Role {
     Vend,
 }
 
+/// The bootstrap tokens as callers: the configured secrets and what each stands for.
 #[derive(Clone, Default)]
 pub struct Tokens {
-    admin: Vec<Vec<u8>>,
-    vend: Vec<Vec<u8>>,
-    disabled: bool,
+    secrets: BootstrapTokens,
     /// What each token stands for, built once (the admin tokens', then the vend tokens'), so
     /// that a request allocates nothing to learn it.
     principals: Vec<Arc<Principal>>,
@@ -34,29 +34,17 @@ pub struct Tokens {
 
 impl fmt::Debug for Tokens {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Tokens")
-            .field("admin", &self.admin.len())
-            .field("vend", &self.vend.len())
-            .field("disabled", &self.disabled)
-            .finish()
+        self.secrets.fmt(f)
     }
 }
 
-impl Tokens {
-    /// `admin` and `vend` are comma-separated lists.
-    pub fn new(admin: &str, vend: &str, disabled: bool) -> Self {
-        let split = |list: &str| {
-            list.split(',')
-                .map(str::trim)
-                .filter(|t| !t.is_empty())
-                .map(|t| t.as_bytes().to_vec())
-                .collect()
-        };
-        let (admin, vend): (Vec<Vec<u8>>, Vec<Vec<u8>>) = (split(admin), split(vend));
-        let principals = admin
+impl From<&BootstrapTokens> for Tokens {
+    fn from(secrets: &BootstrapTokens) -> Self {
+        let mut principals: Vec<Arc<Principal>> = secrets
+            .admin()
             .iter()
             .map(|secret| (Role::Admin, secret))
-            .chain(vend.iter().map(|secret| (Role::Vend, secret)))
+            .chain(secrets.vend().iter().map(|secret| (Role::Vend, secret)))
             .map(|(role, secret)| {
                 let fingerprint = Fingerprint::of(secret);
                 Arc::new(Principal::bootstrap(
@@ -66,21 +54,26 @@ impl Tokens {
                 ))
             })
             .collect();
+        // With auth disabled the caller is the first token's, or else anonymous (`anonymous`).
+        if principals.is_empty() && secrets.disabled() {
+            principals.push(Arc::new(Principal::anonymous()));
+        }
         Self {
-            admin,
-            vend,
-            disabled,
+            secrets: secrets.clone(),
             principals,
         }
+    }
+}
+
+impl Tokens {
+    /// `admin` and `vend` are comma-separated lists.
+    pub fn new(admin: &str, vend: &str, disabled: bool) -> Self {
+        Self::from(&BootstrapTokens::new(admin, vend, disabled))
     }
 
     /// No authentication at all: every caller is an admin.
     pub fn disabled_auth() -> Self {
-        Self {
-            disabled: true,
-            principals: vec![Arc::new(Principal::anonymous())],
-            ..Self::default()
-        }
+        Self::from(&BootstrapTokens::disabled_auth())
     }
 
     /// The caller with auth disabled.
@@ -91,12 +84,8 @@ impl Tokens {
             .unwrap_or_else(|| Arc::new(Principal::anonymous()))
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.admin.is_empty() && self.vend.is_empty()
-    }
-
     pub fn disabled(&self) -> bool {
-        self.disabled
+        self.secrets.disabled()
     }
 
     /// The caller a presented bootstrap token stands for.
@@ -104,7 +93,7 @@ impl Tokens {
         let (role, i) = self.matched(presented)?;
         let offset = match role {
             Role::Admin => 0,
-            Role::Vend => self.admin.len(),
+            Role::Vend => self.secrets.admin().len(),
         };
         self.principals.get(offset + i).cloned()
     }
@@ -128,7 +117,10 @@ impl Tokens {
             }
             found
         };
-        let (admin, vend) = (position(&self.admin), position(&self.vend));
+        let (admin, vend) = (
+            position(self.secrets.admin()),
+            position(self.secrets.vend()),
+        );
         match (admin, vend) {
             (Some(i), _) => Some((Role::Admin, i)),
             (None, Some(i)) => Some((Role::Vend, i)),

@@ -1,30 +1,25 @@
 //! Who is calling and what they may do. A caller presents a bearer token: a bootstrap token
 //! from the environment (`bootstrap`), or a token managed at run time and kept in PostgreSQL
-//! (`store`, kept current through the registry's notifications by `listener`; secrets in
+//! (`store`, kept current through the registry's notifications by `token_changes`; secrets in
 //! `secret`). Either way it stands for a
 //! `Principal`: a name (for logs, metrics and the audit trail; never the secret) and scopes
-//! (`scope`). Handlers extract a `Caller` and ask it for the scope each action needs.
+//! (`scope`). The HTTP edge turns a request into a `Principal` (`authenticate`) and asks it
+//! for the scope each action needs (`Principal::require`).
 
 mod bootstrap;
-mod listener;
+mod error;
 mod scope;
 pub mod secret;
 mod store;
+mod token_changes;
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
-use actix_web::dev::Payload;
-use actix_web::http::header;
-use actix_web::{web, FromRequest, HttpMessage, HttpRequest};
-
 pub use bootstrap::{Role, Tokens};
-pub use listener::TokenChanges;
+pub use error::AuthError;
 pub use scope::{Resource, Scope, ScopeError, Verb};
 pub use store::TokenStore;
-
-use crate::handlers::error::ApiError;
+pub use token_changes::TokenChanges;
 
 /// A caller, as its token describes it.
 #[derive(Debug)]
@@ -77,75 +72,34 @@ impl Principal {
     pub fn allows(&self, verb: Verb, resource: Resource<'_>) -> bool {
         self.scopes.iter().any(|scope| scope.allows(verb, resource))
     }
-}
 
-/// An authenticated caller.
-#[derive(Clone)]
-pub struct Caller(Arc<Principal>);
-
-impl Caller {
-    /// The token's name (never its secret): for logs, metrics and the audit trail.
-    pub fn name(&self) -> &str {
-        self.0.name()
-    }
-
-    /// Who owns the caller's idempotency keys (see `Principal::owner`).
-    pub fn owner(&self) -> &str {
-        self.0.owner()
-    }
-
-    /// 403 `forbidden`, naming the scope needed, unless the caller may `verb` on `resource`.
-    pub fn require(&self, verb: Verb, resource: Resource<'_>) -> Result<(), ApiError> {
-        if self.0.allows(verb, resource) {
+    /// `Forbidden`, naming the scope needed, unless the caller may `verb` on `resource`.
+    pub fn require(&self, verb: Verb, resource: Resource<'_>) -> Result<(), AuthError> {
+        if self.allows(verb, resource) {
             Ok(())
         } else {
-            Err(ApiError::Forbidden {
+            Err(AuthError::Forbidden {
                 needed: scope::needed(verb, resource),
             })
         }
     }
-
-    pub fn may(&self, verb: Verb, resource: Resource<'_>) -> bool {
-        self.0.allows(verb, resource)
-    }
 }
 
-impl FromRequest for Caller {
-    type Error = ApiError;
-    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
-
-    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        let req = req.clone();
-        Box::pin(async move {
-            let caller = Caller(authenticate(&req).await?);
-            // For the request's log line.
-            req.extensions_mut().insert(caller.clone());
-            Ok(caller)
-        })
-    }
-}
-
-async fn authenticate(req: &HttpRequest) -> Result<Arc<Principal>, ApiError> {
-    let tokens = req
-        .app_data::<web::Data<Tokens>>()
-        .expect("Tokens are registered as app data");
+/// The caller `bearer` (an `Authorization: Bearer` token, if one was sent) stands for: the
+/// anonymous admin with auth disabled, a bootstrap token, or a run-time token from `store`.
+pub async fn authenticate(
+    tokens: &Tokens,
+    store: &TokenStore,
+    bearer: Option<&str>,
+) -> Result<Arc<Principal>, AuthError> {
     if tokens.disabled() {
         return Ok(tokens.anonymous());
     }
-    let presented = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim)
-        .ok_or(ApiError::Unauthorized)?;
+    let presented = bearer.ok_or(AuthError::Unauthenticated)?;
     if let Some(principal) = tokens.principal_of(presented.as_bytes()) {
         return Ok(principal);
     }
-    let (id, secret) = secret::parse(presented).ok_or(ApiError::Unauthorized)?;
-    let store = req
-        .app_data::<web::Data<TokenStore>>()
-        .expect("the token store is registered as app data");
+    let (id, secret) = secret::parse(presented).ok_or(AuthError::Unauthenticated)?;
     store.authenticate(id, secret).await
 }
 

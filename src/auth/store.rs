@@ -1,10 +1,10 @@
 //! The tokens kept in PostgreSQL, as this instance knows them. A token is read from the
-//! database the first time it is seen and kept in memory. While the listener provably hears
+//! database the first time it is seen and kept in memory. While the notification hub provably hears
 //! the registry's token changes (it heard its own ping, sent less than `TRUST_HEARD` ago), a
 //! kept token is trusted until a change names it: a revocation reaches every instance within
 //! a round trip of its commit. Otherwise a kept token is trusted for `TRUST_UNHEARD` after it
 //! was read, then read again. Either way a revocation is obeyed within 2 s. A token that
-//! cannot be read (the database is down) is answered 503.
+//! cannot be read (the database is down) keeps its caller out until it can.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -13,13 +13,12 @@ use std::time::{Duration, Instant};
 
 use sqlx::PgPool;
 
-use super::{secret, Principal};
-use crate::handlers::error::ApiError;
+use super::{secret, AuthError, Principal};
 use crate::registry::{self, StoredToken};
 
-/// How long a kept token is trusted after it was read, whatever the listener hears.
+/// How long a kept token is trusted after it was read, whatever the notification hub hears.
 const TRUST_UNHEARD: Duration = Duration::from_secs(1);
-/// How recent the last ping the listener heard must be (counted from when it was sent) for
+/// How recent the last ping the notification hub heard must be (counted from when it was sent) for
 /// kept tokens to be trusted until a change names them.
 const TRUST_HEARD: Duration = Duration::from_millis(1500);
 /// How often a token's `last_used_at` is written, at most, per instance.
@@ -30,7 +29,7 @@ pub struct TokenStore {
     /// Longest a token read may take before the request is answered 503.
     deadline: Duration,
     kept: RwLock<HashMap<i64, Kept>>,
-    /// When the last ping the listener heard was sent: every change committed before then
+    /// When the last ping the notification hub heard was sent: every change committed before then
     /// has been heard (notifications arrive in commit order). None while not listening.
     heard: RwLock<Option<Instant>>,
     /// Counts forgettings, so that a read that raced with one is not kept.
@@ -63,19 +62,20 @@ impl TokenStore {
         }
     }
 
-    /// The caller a presented `svt_…` token stands for; 401 if it is no live token.
+    /// The caller a presented `svt_…` token stands for; `Unauthenticated` if it is no live
+    /// token.
     pub async fn authenticate(
         &self,
         id: i64,
         presented_secret: &str,
-    ) -> Result<Arc<Principal>, ApiError> {
+    ) -> Result<Arc<Principal>, AuthError> {
         let kept = match self.trusted(id) {
             Some(kept) => kept,
             None => self.read(id).await?,
         };
-        let token = kept.token.ok_or(ApiError::Unauthorized)?;
+        let token = kept.token.ok_or(AuthError::Unauthenticated)?;
         if !secret::matches(presented_secret, &token.hash) || token.revoked {
-            return Err(ApiError::Unauthorized);
+            return Err(AuthError::Unauthenticated);
         }
         self.touch(&token);
         Ok(token.principal.clone())
@@ -90,13 +90,12 @@ impl TokenStore {
         trusted.then(|| entry.clone())
     }
 
-    async fn read(&self, id: i64) -> Result<Kept, ApiError> {
+    async fn read(&self, id: i64) -> Result<Kept, AuthError> {
         let before = self.forgotten.load(Ordering::Acquire);
         let read_at = Instant::now();
         let stored = tokio::time::timeout(self.deadline, registry::token_by_id(&self.pool, id))
             .await
-            .map_err(|_| ApiError::Unavailable("the database did not answer in time"))?
-            .map_err(ApiError::from)?;
+            .map_err(|_| AuthError::NoAnswerInTime)??;
         let kept = Kept {
             token: stored.map(|stored| Arc::new(KeptToken::from(stored))),
             read_at,
@@ -143,7 +142,7 @@ impl TokenStore {
         map.clear();
     }
 
-    /// The listener heard its ping sent at `sent`, or (None) lost its connection.
+    /// The notification hub heard its ping sent at `sent`, or (None) lost its connection.
     pub fn set_heard(&self, sent: Option<Instant>) {
         *self.heard.write().unwrap_or_else(|p| p.into_inner()) = sent;
     }

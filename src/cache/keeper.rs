@@ -58,7 +58,7 @@ impl InstanceCache {
     }
 
     /// Applies the registry's current policy and status to every sequence cached here.
-    pub(super) async fn resync(&self) -> Result<(), sqlx::Error> {
+    pub(crate) async fn resync(&self) -> Result<(), sqlx::Error> {
         let names: Vec<String> = self.read().keys().cloned().collect();
         if names.is_empty() {
             return Ok(());

@@ -10,7 +10,6 @@
 //! cached when an instance stops or crashes are never handed out.
 
 mod keeper;
-mod listener;
 mod reservoir;
 
 use std::collections::HashMap;
@@ -20,8 +19,8 @@ use std::time::{Duration, Instant};
 use sqlx::PgPool;
 
 pub use keeper::spawn as spawn_keeper;
-pub use listener::spawn as spawn_listener;
-use reservoir::{Closed, RefillEnd, Reservoir, Step};
+pub use reservoir::Closed;
+use reservoir::{RefillEnd, Reservoir, Step};
 
 use crate::domain::{CachePolicy, SequenceName, MAX_CACHE_SIZE};
 use crate::metrics::Metrics;
@@ -122,7 +121,7 @@ impl InstanceCache {
 
     /// The sequence was retired or its policy changed: hand out nothing more of it, then
     /// release its leases so that a retirement need not wait for their expiry.
-    async fn evict(&self, name: &str, why: Closed) {
+    pub(crate) async fn evict(&self, name: &str, why: Closed) {
         let removed = self
             .shared
             .reservoirs
@@ -144,7 +143,7 @@ impl InstanceCache {
     }
 
     /// A sequence's policy changed but it stays cached: refill by the new rule.
-    fn update_policy(&self, name: &str, policy: CachePolicy) {
+    pub(crate) fn update_policy(&self, name: &str, policy: CachePolicy) {
         if let Some(reservoir) = self.read().get(name) {
             reservoir.set_rule(policy.rule());
         }
@@ -239,7 +238,7 @@ impl InstanceCache {
                 (RefillEnd::Answered(Outcome::Failed(reason)), None, "failed")
             }
             // An instance's own leases carry no idempotency key.
-            Ok(Leased::Replayed { .. } | Leased::KeyReused) | Err(_) => {
+            Ok(Leased::Replayed(_) | Leased::KeyReused) | Err(_) => {
                 (RefillEnd::Unavailable, None, "unavailable")
             }
         };

@@ -15,9 +15,9 @@ use tokio_postgres::{AsyncMessage, Client};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::pg_error;
+use super::primary::Primary;
 use super::target::Target;
 use super::vend_pool::UnconfirmedCommit;
-use crate::primary::Primary;
 use crate::settings::DatabaseSettings;
 
 #[derive(Clone)]

@@ -5,7 +5,9 @@
 
 pub(crate) mod connect;
 mod durable;
+mod failure;
 mod pg_error;
+mod primary;
 mod registry;
 mod target;
 mod tls;
@@ -20,10 +22,11 @@ use deadpool::Runtime;
 use sqlx::postgres::PgConnectOptions;
 use sqlx::PgPool;
 
-use crate::primary::{self, Primary};
 use crate::settings::DatabaseSettings;
 use connect::Connector;
 pub use durable::begin_durable;
+pub use failure::{is_unavailable, Busy, DbFailure};
+use primary::Primary;
 use target::Target;
 use vend_pool::VendManager;
 pub use vend_pool::{discard, VendConnection, VendPool};
@@ -138,53 +141,6 @@ impl Database {
     }
 }
 
-/// One sequence the database could not serve now, while the statement itself succeeded: a
-/// lock another session held past the vend statement's lock timeout, a deadlock or a
-/// serialization conflict. Says which.
-#[derive(Debug, thiserror::Error)]
-#[error("the sequence could not be served now: {0}")]
-pub struct Busy(pub String);
-
-/// True when the failure means "the database cannot serve now" (down, restarting, failing
-/// over, overloaded, too slow) rather than a fault in the request or in seqvend.
-pub fn is_unavailable(err: &anyhow::Error) -> bool {
-    err.chain().any(|cause| {
-        if cause.downcast_ref::<Busy>().is_some() {
-            return true;
-        }
-        if let Some(pg) = cause.downcast_ref::<tokio_postgres::Error>() {
-            return pg.is_closed() || pg.code().is_none_or(|c| unavailable_code(c.code()));
-        }
-        if let Some(pool) =
-            cause.downcast_ref::<deadpool::managed::PoolError<tokio_postgres::Error>>()
-        {
-            return !matches!(pool, deadpool::managed::PoolError::PostCreateHook(_));
-        }
-        if let Some(sqlx) = cause.downcast_ref::<sqlx::Error>() {
-            return match sqlx {
-                sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed => true,
-                sqlx::Error::Database(db) => db.code().is_some_and(|c| unavailable_code(&c)),
-                _ => false,
-            };
-        }
-        cause.downcast_ref::<std::io::Error>().is_some()
-            || cause
-                .downcast_ref::<tokio::time::error::Elapsed>()
-                .is_some()
-    })
-}
-
-/// SQLSTATEs that mean the server cannot take work now: connection exceptions (08),
-/// shutdowns and cancellations (57), lack of resources (53), a read-only standby (25006), and
-/// the transient conflicts a retry gets past: a lock not granted within `lock_timeout`
-/// (55P03), a deadlock (40P01), a serialization failure (40001).
-fn unavailable_code(code: &str) -> bool {
-    code.starts_with("08")
-        || code.starts_with("57")
-        || code.starts_with("53")
-        || matches!(code, "25006" | "55P03" | "40P01" | "40001")
-}
-
 /// Waits until the database answers, for at most `patience`; used once at startup so that
 /// seqvend and its database can be started together.
 pub async fn wait_until_reachable(pool: &PgPool, patience: Duration) -> anyhow::Result<()> {
@@ -215,24 +171,5 @@ fn is_misconfiguration(err: &sqlx::Error) -> bool {
             .is_some_and(|inner| inner.downcast_ref::<rustls::Error>().is_some()),
         sqlx::Error::Database(db) => db.code().is_some_and(|code| code.starts_with("28")),
         _ => false,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn transient_conflicts_are_unavailable_and_faults_are_not() {
-        for code in [
-            "55P03", "40P01", "40001", "57014", "08006", "53300", "25006",
-        ] {
-            assert!(unavailable_code(code), "{code}");
-        }
-        for code in ["2200H", "42P01", "XX000", "23505"] {
-            assert!(!unavailable_code(code), "{code}");
-        }
-        let busy = anyhow::Error::new(Busy("lock timeout".into())).context("leasing");
-        assert!(is_unavailable(&busy));
     }
 }

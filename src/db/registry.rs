@@ -7,7 +7,7 @@ use sqlx::pool::PoolConnectionMetadata;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{Connection, PgConnection, PgPool};
 
-use crate::primary::Primary;
+use super::primary::Primary;
 use crate::settings::DatabaseSettings;
 
 pub fn pool(options: PgConnectOptions, primary: Primary, settings: &DatabaseSettings) -> PgPool {

@@ -2,6 +2,7 @@
 //! statuses and the words a client sees.
 
 use super::layout::Layout;
+use crate::db::DbFailure;
 
 #[derive(Debug, thiserror::Error)]
 pub enum IdError {
@@ -44,12 +45,11 @@ pub enum LeaseError {
 }
 
 impl LeaseError {
+    /// A failed database call, as `DbFailure` judges it.
     pub(super) fn from_db(err: impl Into<anyhow::Error>) -> Self {
-        let err = err.into();
-        if crate::db::is_unavailable(&err) {
-            Self::Unavailable(err)
-        } else {
-            Self::Internal(err)
+        match DbFailure::judge(err) {
+            DbFailure::Unavailable(err) | DbFailure::Conflict(err) => Self::Unavailable(err),
+            DbFailure::Fault(err) => Self::Internal(err),
         }
     }
 }

@@ -1,6 +1,6 @@
 //! What the vend path needs to know of each sequence, kept in memory so that it costs no round
 //! trip: its format (set at creation, never changed) and its cache policy (changed by PATCH;
-//! every instance is told, see `cache::listener`, and forgets the entry). A name is never
+//! every instance is told by its notification hub, see `service::notification_hub`, and forgets the entry). A name is never
 //! reused, so an entry is otherwise never stale. A miss reads the registry once.
 
 use std::collections::HashMap;

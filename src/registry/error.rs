@@ -1,6 +1,7 @@
 //! What can go wrong in the registry, said without HTTP: the edge decides statuses and the
 //! words a client sees.
 
+use crate::db::DbFailure;
 use crate::domain::SequenceName;
 
 #[derive(Debug, thiserror::Error)]
@@ -50,16 +51,16 @@ impl RegistryError {
         }
     }
 
-    /// Judges a failed database call: unavailable (`crate::db::is_unavailable`) or internal.
-    /// Unavailability is logged here, with its whole cause chain, so that every caller (a
-    /// request or the watcher) leaves the same trace of it.
+    /// A failed database call, as `DbFailure` judges it: unavailable (or a transient
+    /// conflict) or internal. Unavailability is logged here, with its whole cause chain, so
+    /// that every caller (a request or the watcher) leaves the same trace of it.
     pub(super) fn from_db(err: impl Into<anyhow::Error>) -> Self {
-        let err = err.into();
-        if crate::db::is_unavailable(&err) {
-            tracing::warn!(error = %format!("{err:#}"), "database unavailable");
-            Self::Unavailable(err)
-        } else {
-            Self::Internal(err)
+        match DbFailure::judge(err) {
+            DbFailure::Unavailable(err) | DbFailure::Conflict(err) => {
+                tracing::warn!(error = %format!("{err:#}"), "database unavailable");
+                Self::Unavailable(err)
+            }
+            DbFailure::Fault(err) => Self::Internal(err),
         }
     }
 }

@@ -10,6 +10,7 @@ use anyhow::Context;
 
 use super::lanes::{Lanes, Statement};
 use super::statement::{hand_out, request_indexes, run_durably};
+use super::StatementOutcome;
 use super::VendError;
 use crate::db::VendPool as Pool;
 use crate::domain::{CounterKey, SequenceName};
@@ -106,8 +107,8 @@ impl Statement for CounterStatement {
         let mut outcomes = vec![CounterOutcome::NotFound; asks.len()];
         for row in rows {
             let indexes = request_indexes(&row, asks.len())?;
-            let handed_out = match row.get::<_, &str>(1) {
-                "ok" => {
+            let handed_out = match StatementOutcome::parse(row.get(1))? {
+                StatementOutcome::Ok => {
                     let drawn = Drawn {
                         first: row.get(2),
                         taken: row.get(3),
@@ -131,8 +132,8 @@ impl Statement for CounterStatement {
                     });
                     handed_out
                 }
-                "retired" => vec![CounterOutcome::Retired; indexes.len()],
-                "not_found" => vec![CounterOutcome::NotFound; indexes.len()],
+                StatementOutcome::Retired => vec![CounterOutcome::Retired; indexes.len()],
+                StatementOutcome::NotFound => vec![CounterOutcome::NotFound; indexes.len()],
                 other => anyhow::bail!("unexpected counter outcome {other:?}"),
             };
             for (index, outcome) in indexes.into_iter().zip(handed_out) {

@@ -1,6 +1,8 @@
 //! What can go wrong with a vend, said without HTTP: the edge decides statuses and the words
 //! a client sees.
 
+use crate::db::is_unavailable;
+
 #[derive(Debug, thiserror::Error)]
 pub enum VendError {
     /// The queue is full: refused at once, nothing was sent to the database.
@@ -24,7 +26,7 @@ impl VendError {
     /// whole chain, once per statement; each request is then answered with the verdict alone
     /// (call the returned function once per request).
     pub(super) fn judge_failed_statement(err: &anyhow::Error) -> fn() -> Self {
-        if crate::db::is_unavailable(err) {
+        if is_unavailable(err) {
             tracing::warn!(error = %format!("{err:#}"), "vend statement failed: database unavailable");
             || Self::Unavailable
         } else {

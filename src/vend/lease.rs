@@ -11,6 +11,7 @@ use seqvend_blocks::Block;
 use tokio_postgres::types::ToSql;
 
 use super::statement::run_durably;
+use super::StatementOutcome;
 use crate::db::VendPool as Pool;
 use crate::domain::SequenceName;
 use crate::idempotency::IdempotencyKey;
@@ -70,13 +71,8 @@ pub struct Lease {
 #[derive(Debug, Clone)]
 pub enum Leased {
     Granted(Lease),
-    /// The lease's idempotency key already had an answer: the lease it granted then (status
-    /// 200), or the exhaustion (409) it met.
-    Replayed {
-        status: u16,
-        blocks: Vec<Block>,
-        expires_at: Option<DateTime<Utc>>,
-    },
+    /// The lease's idempotency key already had an answer: the one it got then.
+    Replayed(LeaseReplay),
     /// The idempotency key was first used with another request.
     KeyReused,
     Exhausted,
@@ -84,6 +80,32 @@ pub enum Leased {
     NotFound,
     /// The sequence failed on its own (see `Outcome::Failed`).
     Failed(String),
+}
+
+/// A stored answer to a keyed block lease.
+#[derive(Debug, Clone)]
+pub enum LeaseReplay {
+    /// The blocks it was granted, leased until `expires_at`.
+    Granted {
+        blocks: Vec<Block>,
+        expires_at: DateTime<Utc>,
+    },
+    /// It met an exhausted sequence.
+    Exhausted,
+}
+
+impl LeaseReplay {
+    /// The stored answer from its record: the status the statement kept (`detail`, 200 when
+    /// absent), the blocks and their expiry.
+    fn of(detail: Option<&str>, blocks: Vec<Block>, expires_at: Option<DateTime<Utc>>) -> Self {
+        let status = detail.and_then(|d| d.parse::<u16>().ok()).unwrap_or(200);
+        match expires_at {
+            Some(expires_at) if status == 200 && !blocks.is_empty() => {
+                Self::Granted { blocks, expires_at }
+            }
+            _ => Self::Exhausted,
+        }
+    }
 }
 
 /// What a lease asks for.
@@ -138,8 +160,8 @@ pub async fn lease(
         .first()
         .context("the lease statement returned no row")?;
     let detail: Option<String> = row.get(2);
-    Ok(match row.get::<_, &str>(0) {
-        "replayed" => {
+    Ok(match StatementOutcome::parse(row.get(0))? {
+        StatementOutcome::Replayed => {
             let increment: i64 = row.get(5);
             let firsts: Vec<i64> = row.get::<_, Option<Vec<i64>>>(6).unwrap_or_default();
             let lasts: Vec<i64> = row.get::<_, Option<Vec<i64>>>(7).unwrap_or_default();
@@ -150,17 +172,11 @@ pub async fn lease(
                 .collect::<Option<Vec<Block>>>()
                 .context("a stored lease's runs do not fit its increment")?;
             let expires_ms: Option<i64> = row.get(4);
-            Leased::Replayed {
-                status: detail
-                    .as_deref()
-                    .and_then(|d| d.parse().ok())
-                    .unwrap_or(200),
-                blocks,
-                expires_at: expires_ms.and_then(DateTime::from_timestamp_millis),
-            }
+            let expires_at = expires_ms.and_then(DateTime::from_timestamp_millis);
+            Leased::Replayed(LeaseReplay::of(detail.as_deref(), blocks, expires_at))
         }
-        "key_reused" => Leased::KeyReused,
-        "ok" => {
+        StatementOutcome::KeyReused => Leased::KeyReused,
+        StatementOutcome::Ok => {
             let values: Vec<i64> = row.get(1);
             if let Some(repaired) = &detail {
                 tracing::warn!(sequence = name.as_str(), "{repaired}");
@@ -189,16 +205,16 @@ pub async fn lease(
                 clipped: values.len() < count as usize,
             })
         }
-        "retired" => Leased::Retired,
-        "not_found" => Leased::NotFound,
-        "unavailable" => {
+        StatementOutcome::Retired => Leased::Retired,
+        StatementOutcome::NotFound => Leased::NotFound,
+        StatementOutcome::Unavailable => {
             // Judged "unavailable" with the statement's other failures (`db::is_unavailable`).
             return Err(anyhow::Error::new(crate::db::Busy(
                 detail.unwrap_or_default(),
             )))
             .context(format!("leasing from sequence {name}"));
         }
-        "failed" => {
+        StatementOutcome::Failed => {
             let reason = detail.unwrap_or_default();
             tracing::error!(
                 sequence = name.as_str(),
@@ -211,6 +227,5 @@ pub async fn lease(
                 .inc();
             Leased::Failed(reason)
         }
-        other => anyhow::bail!("unexpected lease outcome {other:?}"),
     })
 }

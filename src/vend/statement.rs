@@ -6,6 +6,7 @@ use anyhow::Context;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
+use super::StatementOutcome;
 use crate::db::{VendConnection, VendPool as Pool};
 
 use crate::domain::SequenceName;
@@ -36,14 +37,31 @@ pub enum Outcome {
     /// lock timeout, a deadlock, a conflict): worth retrying; the other sequences of the
     /// statement were served. Says why.
     Unavailable(String),
-    /// The request's idempotency key already had an answer: the values (status 200) or the
-    /// exhaustion (409) it got then.
-    Replayed {
-        status: u16,
-        values: Vec<i64>,
-    },
+    /// The request's idempotency key already had an answer: the one it got then.
+    Replayed(Replay),
     /// The request's idempotency key was first used with another request.
     KeyReused,
+}
+
+/// A stored answer to a keyed request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Replay {
+    /// The values it was given.
+    Values(Vec<i64>),
+    /// It met an exhausted sequence.
+    Exhausted,
+}
+
+impl Replay {
+    /// The stored answer from its HTTP-free record: the status the statement kept (`detail`,
+    /// 200 when absent) and the values, if any.
+    fn of(detail: Option<&str>, values: Option<Vec<i64>>) -> Self {
+        let exhausted = detail.and_then(|d| d.parse::<u16>().ok()) == Some(409);
+        match values {
+            Some(values) if !exhausted && !values.is_empty() => Self::Values(values),
+            _ => Self::Exhausted,
+        }
+    }
 }
 
 /// One request of a statement.
@@ -90,8 +108,8 @@ pub async fn vend(
         let indexes = request_indexes(&row, asks.len())?;
         let name = asks[indexes[0]].name.as_str();
         let detail: Option<String> = row.get(3);
-        let handed_out = match row.get::<_, &str>(1) {
-            "ok" => {
+        let handed_out = match StatementOutcome::parse(row.get(1))? {
+            StatementOutcome::Ok => {
                 if let Some(repaired) = detail {
                     tracing::warn!(sequence = name, "{repaired}");
                     metrics.sequence_repairs.with_label_values(&[name]).inc();
@@ -101,24 +119,14 @@ pub async fn vend(
                 let counts: Vec<u32> = indexes.iter().map(|&i| asks[i].count).collect();
                 hand_out(values, &counts, Outcome::Values, Outcome::Exhausted)
             }
-            "replayed" => {
-                let status = detail
-                    .as_deref()
-                    .and_then(|d| d.parse().ok())
-                    .unwrap_or(200);
-                let values: Option<Vec<i64>> = row.get(2);
-                vec![
-                    Outcome::Replayed {
-                        status,
-                        values: values.unwrap_or_default(),
-                    };
-                    indexes.len()
-                ]
+            StatementOutcome::Replayed => {
+                let replay = Replay::of(detail.as_deref(), row.get(2));
+                vec![Outcome::Replayed(replay); indexes.len()]
             }
-            "key_reused" => vec![Outcome::KeyReused; indexes.len()],
-            "retired" => vec![Outcome::Retired; indexes.len()],
-            "not_found" => vec![Outcome::NotFound; indexes.len()],
-            "unavailable" => {
+            StatementOutcome::KeyReused => vec![Outcome::KeyReused; indexes.len()],
+            StatementOutcome::Retired => vec![Outcome::Retired; indexes.len()],
+            StatementOutcome::NotFound => vec![Outcome::NotFound; indexes.len()],
+            StatementOutcome::Unavailable => {
                 let reason = detail.unwrap_or_default();
                 tracing::warn!(
                     sequence = name,
@@ -127,13 +135,12 @@ pub async fn vend(
                 );
                 vec![Outcome::Unavailable(reason); indexes.len()]
             }
-            "failed" => {
+            StatementOutcome::Failed => {
                 let reason = detail.unwrap_or_default();
                 tracing::error!(sequence = name, reason, "vending from a sequence failed");
                 metrics.sequence_failures.with_label_values(&[name]).inc();
                 vec![Outcome::Failed(reason); indexes.len()]
             }
-            other => anyhow::bail!("unexpected vend outcome {other:?}"),
         };
         for (index, outcome) in indexes.into_iter().zip(handed_out) {
             outcomes[index] = outcome;

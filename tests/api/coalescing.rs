@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use rand::Rng;
 use reqwest::StatusCode;
 use seqvend::domain::SequenceName;
-use seqvend::handlers::error::ApiError;
+use seqvend::http::error::ApiError;
 use seqvend::metrics::Metrics;
 use seqvend::settings::VendSettings;
 use seqvend::vend::{Outcome, Pending, VendError, Vender};

@@ -8,9 +8,9 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use reqwest::{Method, StatusCode};
-use seqvend::auth::Tokens;
 use seqvend::ids::Clock;
 use seqvend::local_pg::{LocalCluster, Shutdown};
+use seqvend::settings::BootstrapTokens as Tokens;
 use seqvend::settings::{
     CacheSettings, DatabaseSettings, IdSettings, Settings, VendSettings, WatchSettings,
 };

@@ -3,17 +3,18 @@
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
-use sqlx::PgPool;
 use utoipa::{IntoParams, ToSchema};
 
+use super::caller::Caller;
 use super::error::{ApiError, ErrorBody};
 use super::families::family;
 use super::idempotent::refuse_key;
 use super::vend::batch_count;
-use crate::auth::{Caller, Verb};
+use crate::auth::Verb;
 use crate::domain::{CounterKey, SequenceName};
 use crate::registry::{self, CounterView};
-use crate::vend::{CounterAsk, CounterOutcome, Counters};
+use crate::service::Service;
+use crate::vend::{CounterAsk, CounterOutcome};
 
 #[derive(Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
@@ -64,7 +65,7 @@ pub enum CounterDrawn<'a> {
 pub async fn next(
     req: HttpRequest,
     caller: Caller,
-    counters: web::Data<Counters>,
+    service: web::Data<Service>,
     path: web::Path<(String, String)>,
     query: web::Query<CounterNextQuery>,
 ) -> Result<HttpResponse, ApiError> {
@@ -78,7 +79,7 @@ pub async fn next(
         key: key.clone(),
         count: wanted,
     };
-    let values = match counters.draw(ask).await? {
+    let values = match service.draw_counter(ask).await? {
         CounterOutcome::Values(values) => values,
         CounterOutcome::Exhausted => {
             return Err(ApiError::CounterExhausted(
@@ -125,12 +126,12 @@ pub async fn next(
 )]
 pub async fn get(
     caller: Caller,
-    pool: web::Data<PgPool>,
+    service: web::Data<Service>,
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, ApiError> {
     let (family_name, key) = parse_path(&path)?;
     caller.require(Verb::Read, family(family_name.as_str()))?;
-    let counter = registry::get_counter(&pool, &family_name, &key).await?;
+    let counter = registry::get_counter(service.registry(), &family_name, &key).await?;
     Ok(HttpResponse::Ok().json(counter))
 }
 

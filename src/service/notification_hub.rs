@@ -1,5 +1,6 @@
-//! Hears the registry's changes as they commit, on one connection per instance (LISTEN on the
-//! cache channel and the tokens channel): a PATCH reaches this instance within a round trip, a
+//! The notification hub: hears the registry's changes as they commit, on one connection per
+//! instance (LISTEN on the cache channel and the tokens channel), and fans them out to the
+//! instance cache, the catalog and the token store: a PATCH reaches this instance within a round trip, a
 //! retirement's DELETE need not wait for lease expiries, and a revoked token is forgotten at
 //! once (see `auth::TokenChanges`). A lost connection is re-opened, and everything that may
 //! have been missed meanwhile is re-read; the keeper re-reads the policies periodically too.
@@ -10,12 +11,12 @@ use std::time::Duration;
 use sqlx::postgres::PgListener;
 use sqlx::PgPool;
 
-use super::reservoir::Closed;
-use super::InstanceCache;
 use crate::auth::TokenChanges;
+use crate::cache::{Closed, InstanceCache};
 use crate::domain::SequenceName;
 use crate::registry::{Catalog, Change, ChangeKind, Known, CHANGES_CHANNEL, TOKENS_CHANNEL};
 
+/// Starts the hub; it reconnects for as long as the task runs.
 pub fn spawn(
     registry: PgPool,
     cache: InstanceCache,

@@ -4,14 +4,14 @@
 use actix_web::{web, HttpResponse};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use sqlx::PgPool;
 use utoipa::ToSchema;
 
+use super::caller::Caller;
 use super::error::{ApiError, ErrorBody};
 use super::extract::JsonObject;
-use crate::auth::{Caller, Resource, Verb};
-use crate::ids::{self, worker_lease, Lease, Snowflake};
-use crate::settings::IdSettings;
+use crate::auth::{Resource, Verb};
+use crate::ids::{self, Lease};
+use crate::service::Service;
 
 /// A worker-id lease. Issue ids only while it lasts, stamped `not_before_ms ..=
 /// not_after_ms`, and renew well before `expires_at`.
@@ -52,8 +52,8 @@ pub struct RenewBody {
     holder: String,
 }
 
-fn view(lease: Lease, snowflake: &Snowflake, settings: &IdSettings) -> WorkerLease {
-    let layout = snowflake.layout();
+fn view(lease: Lease, service: &Service) -> WorkerLease {
+    let layout = service.snowflake().layout();
     let (timestamp_bits, worker_bits, sequence_bits) = layout.bits();
     WorkerLease {
         worker_id: lease.worker_id,
@@ -61,7 +61,7 @@ fn view(lease: Lease, snowflake: &Snowflake, settings: &IdSettings) -> WorkerLea
         expires_at: lease.expires_at,
         not_before_ms: lease.not_before_ms,
         not_after_ms: lease.not_after_ms,
-        ttl_seconds: settings.lease.as_secs_f64(),
+        ttl_seconds: service.id_settings().lease.as_secs_f64(),
         layout: LayoutView {
             timestamp_bits,
             worker_bits,
@@ -81,16 +81,10 @@ fn view(lease: Lease, snowflake: &Snowflake, settings: &IdSettings) -> WorkerLea
         (status = 503, description = "worker_ids_exhausted, or unavailable", body = ErrorBody),
     )
 )]
-pub async fn lease(
-    caller: Caller,
-    pool: web::Data<PgPool>,
-    snowflake: web::Data<Snowflake>,
-    settings: web::Data<IdSettings>,
-) -> Result<HttpResponse, ApiError> {
+pub async fn lease(caller: Caller, service: web::Data<Service>) -> Result<HttpResponse, ApiError> {
     caller.require(Verb::Lease, Resource::AnySequence)?;
-    let now_ms = snowflake.clock().now_ms();
-    let lease = worker_lease::take(&pool, now_ms, settings.lease).await?;
-    Ok(HttpResponse::Ok().json(view(lease, &snowflake, &settings)))
+    let lease = service.take_worker_lease().await?;
+    Ok(HttpResponse::Ok().json(view(lease, &service)))
 }
 
 #[utoipa::path(
@@ -108,25 +102,23 @@ pub async fn lease(
 )]
 pub async fn renew(
     caller: Caller,
-    pool: web::Data<PgPool>,
-    snowflake: web::Data<Snowflake>,
-    settings: web::Data<IdSettings>,
+    service: web::Data<Service>,
     worker_id: web::Path<String>,
     body: JsonObject<RenewBody>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Verb::Lease, Resource::AnySequence)?;
+    let layout = service.snowflake().layout();
     let worker_id: i64 = worker_id
         .parse()
         .ok()
-        .filter(|id| (0..i64::from(snowflake.layout().worker_ids())).contains(id))
+        .filter(|id| (0..i64::from(layout.worker_ids())).contains(id))
         .ok_or_else(|| {
             ApiError::InvalidRequest(format!(
                 "{:?} is not a worker id: an integer from 0 to {}",
                 worker_id.as_str(),
-                snowflake.layout().worker_ids() - 1
+                layout.worker_ids() - 1
             ))
         })?;
-    let now_ms = snowflake.clock().now_ms();
-    let lease = worker_lease::renew(&pool, worker_id, &body.holder, now_ms, settings.lease).await?;
-    Ok(HttpResponse::Ok().json(view(lease, &snowflake, &settings)))
+    let lease = service.renew_worker_lease(worker_id, &body.holder).await?;
+    Ok(HttpResponse::Ok().json(view(lease, &service)))
 }

@@ -3,15 +3,16 @@
 
 use actix_web::{web, HttpResponse};
 use serde::Deserialize;
-use sqlx::PgPool;
 use utoipa::IntoParams;
 
 use super::access::require_on_sequence;
+use super::caller::Caller;
 use super::error::{ApiError, ErrorBody};
 use super::paging::page_limit;
-use crate::auth::{Caller, Resource, Verb};
+use crate::auth::{Resource, Verb};
 use crate::domain::SequenceName;
-use crate::registry::{self, Catalog, EventPage};
+use crate::registry::{self, EventPage};
+use crate::service::Service;
 
 #[derive(Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
@@ -43,15 +44,15 @@ pub struct EventsQuery {
 )]
 pub async fn list(
     caller: Caller,
-    pool: web::Data<PgPool>,
-    catalog: web::Data<Catalog>,
+    service: web::Data<Service>,
     name: web::Path<String>,
     query: web::Query<EventsQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let name = SequenceName::parse(&name)?;
-    require_on_sequence(&caller, Verb::Read, &catalog, &pool, &name).await?;
+    require_on_sequence(&caller, Verb::Read, &service, &name).await?;
     let (after, limit) = query.page()?;
-    Ok(HttpResponse::Ok().json(registry::list_events(&pool, &name, after, limit).await?))
+    Ok(HttpResponse::Ok()
+        .json(registry::list_events(service.registry(), &name, after, limit).await?))
 }
 
 #[utoipa::path(
@@ -67,12 +68,12 @@ pub async fn list(
 )]
 pub async fn list_all(
     caller: Caller,
-    pool: web::Data<PgPool>,
+    service: web::Data<Service>,
     query: web::Query<EventsQuery>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Verb::Admin, Resource::Service)?;
     let (after, limit) = query.page()?;
-    Ok(HttpResponse::Ok().json(registry::list_all_events(&pool, after, limit).await?))
+    Ok(HttpResponse::Ok().json(registry::list_all_events(service.registry(), after, limit).await?))
 }
 
 impl EventsQuery {

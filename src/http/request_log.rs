@@ -11,8 +11,8 @@ use actix_web::middleware::Next;
 use actix_web::{web, HttpMessage};
 use tracing::Instrument;
 
-use crate::auth::Caller;
-use crate::metrics::Metrics;
+use super::caller::Caller;
+use crate::service::Service;
 
 pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
@@ -47,8 +47,9 @@ pub async fn observe(
         .match_pattern()
         .unwrap_or_else(|| "unmatched".into());
     let status = response.status();
-    if let Some(metrics) = request.app_data::<web::Data<Metrics>>() {
-        metrics
+    if let Some(service) = request.app_data::<web::Data<Service>>() {
+        service
+            .metrics()
             .http_requests
             .with_label_values(&[request.method().as_str(), &route, status.as_str()])
             .observe(elapsed.as_secs_f64());

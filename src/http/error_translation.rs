@@ -1,9 +1,11 @@
-//! How the errors of the layers below HTTP (registry, vend engine) become `ApiError`s: the
+//! How the errors of the layers below HTTP (auth, registry, vend engine) become `ApiError`s: the
 //! one place that gives them statuses and the words a client sees.
 
 use super::error::ApiError;
+use crate::auth::AuthError;
 use crate::ids::{IdError, LeaseError};
 use crate::registry::RegistryError;
+use crate::service::RetireRefused;
 use crate::vend::VendError;
 
 impl From<RegistryError> for ApiError {
@@ -73,6 +75,32 @@ impl From<LeaseError> for ApiError {
             }
             err @ LeaseError::LayoutMismatch { .. } => Self::Internal(err.into()),
             LeaseError::Internal(cause) => Self::Internal(cause),
+        }
+    }
+}
+
+impl From<AuthError> for ApiError {
+    fn from(err: AuthError) -> Self {
+        match err {
+            AuthError::Unauthenticated => Self::Unauthorized,
+            AuthError::Forbidden { needed } => Self::Forbidden { needed },
+            AuthError::NoAnswerInTime => Self::Unavailable("the database did not answer in time"),
+            AuthError::Registry(err) => err.into(),
+        }
+    }
+}
+
+impl From<RetireRefused> for ApiError {
+    fn from(refused: RetireRefused) -> Self {
+        match refused {
+            RetireRefused::Registry(err) => err.into(),
+            RetireRefused::NoAnswerInTime => {
+                Self::Unavailable("the database did not answer in time")
+            }
+            RetireRefused::StillCached => Self::Unavailable(
+                "the sequence is retired, but an instance may still hold cached values of it; \
+                 DELETE again to wait for them",
+            ),
         }
     }
 }

@@ -1,14 +1,12 @@
 //! Liveness, readiness and metrics: no authentication, logged at DEBUG.
 
-use crate::db::VendPool as Pool;
+use crate::service::Service;
 use actix_web::{web, HttpResponse};
 use serde::Serialize;
-use sqlx::PgPool;
 use utoipa::ToSchema;
 
 use super::error::{ApiError, ErrorBody};
-use crate::cache::InstanceCache;
-use crate::metrics::{saturating_gauge, Metrics};
+use crate::metrics::saturating_gauge;
 use crate::migrate::MIGRATOR;
 
 /// `{"status": "ok"}` or `{"status": "ready"}`.
@@ -29,11 +27,11 @@ pub async fn healthz() -> HttpResponse {
         (status = 200, description = "Ready", body = Health),
         (status = 503, description = "unavailable: database unreachable or not migrated", body = ErrorBody),
     ))]
-pub async fn readyz(pool: web::Data<PgPool>) -> Result<HttpResponse, ApiError> {
+pub async fn readyz(service: web::Data<Service>) -> Result<HttpResponse, ApiError> {
     let applied = sqlx::query_scalar!(
         "SELECT max(version) AS version FROM seqvend._sqlx_migrations WHERE success"
     )
-    .fetch_one(pool.get_ref())
+    .fetch_one(service.registry())
     .await
     .map_err(|err| {
         tracing::debug!(error = %err, "readiness check failed");
@@ -48,12 +46,9 @@ pub async fn readyz(pool: web::Data<PgPool>) -> Result<HttpResponse, ApiError> {
 
 #[utoipa::path(get, path = "/metrics", tag = "operations", security(()),
     responses((status = 200, description = "Prometheus text format", content_type = "text/plain", body = String)))]
-pub async fn metrics(
-    metrics: web::Data<Metrics>,
-    vend_pool: web::Data<Pool>,
-    registry_pool: web::Data<PgPool>,
-    cache: web::Data<InstanceCache>,
-) -> HttpResponse {
+pub async fn metrics(service: web::Data<Service>) -> HttpResponse {
+    let (metrics, cache) = (service.metrics(), service.cache());
+    let (vend_pool, registry_pool) = (service.vend_pool(), service.registry());
     metrics
         .cache_held
         .set(saturating_gauge(u128::from(cache.held_values())));

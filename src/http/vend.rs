@@ -8,11 +8,9 @@ use super::access::require_on_sequence;
 use super::error::{ApiError, ErrorBody};
 use super::idempotent::{replayed, replayed_error, KeyedCaller};
 use crate::auth::Verb;
-use crate::cache::InstanceCache;
-use crate::carriers::Format;
 use crate::domain::SequenceName;
-use crate::registry::{Catalog, Known};
-use crate::vend::{Outcome, Vender};
+use crate::registry::Known;
+use crate::service::{Service, VendAsk, VendRefused, VendedValues};
 
 const MAX_COUNT: u64 = 10_000;
 
@@ -66,60 +64,43 @@ pub enum Vended<'a> {
 )]
 pub async fn next(
     keyed_caller: KeyedCaller,
-    vender: web::Data<Vender>,
-    pool: web::Data<sqlx::PgPool>,
-    catalog: web::Data<Catalog>,
-    cache: web::Data<InstanceCache>,
+    service: web::Data<Service>,
     name: web::Path<String>,
     query: web::Query<NextQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let name = SequenceName::parse(&name)?;
     let count = batch_count(query.count)?;
-    let wanted = count.unwrap_or(1);
     // From memory after the first vend: no round trip on the hot path. Looked up before the
     // vend, so a registry that cannot answer costs no values, and a name the registry does
     // not know costs no vend statement.
-    let entry = match require_on_sequence(&keyed_caller.caller, Verb::Vend, &catalog, &pool, &name)
-        .await?
-    {
+    let caller = &keyed_caller.caller;
+    let entry = match require_on_sequence(caller, Verb::Vend, &service, &name).await? {
         Known::Sequence(entry) => entry,
         Known::NoSuchSequence => return Err(ApiError::sequence_not_found(name.as_str())),
     };
-    let keyed = keyed_caller.claim(|| match count {
-        None => format!("next:{name}:one"),
-        Some(n) => format!("next:{name}:count={n}"),
-    })?;
-    // A cached sequence is served from this instance's memory; a batch larger than the cache
-    // holds is drawn like a strict one, and so is a keyed request, whose answer is stored
-    // with its draw.
-    let cached =
-        !entry.cache.is_strict() && u64::from(wanted) <= entry.cache.rule().size && keyed.is_none();
-    let outcome = if cached {
-        cache.take(&name, entry.cache, wanted).await?
-    } else {
-        let key = keyed.as_ref().map(|(key, _)| key.clone());
-        vender.vend_keyed(name.clone(), wanted, key).await?
+    let ask = VendAsk {
+        name: &name,
+        entry: &entry,
+        count,
+        key: keyed_caller.key.as_deref(),
+        owner: caller.owner(),
     };
-    let (values, replay) = match outcome {
-        Outcome::Replayed { status, values } if status == 409 || values.is_empty() => {
+    let vended = match service.vend(ask).await {
+        Ok(vended) => vended,
+        Err(VendRefused::Exhausted { replayed: true }) => {
             return Ok(replayed_error(ApiError::SequenceExhausted(
                 name.to_string(),
             )));
         }
-        Outcome::Replayed { values, .. } => (values, true),
-        Outcome::KeyReused => {
-            let (key, _) = keyed.expect("only a keyed request is told its key was reused");
-            return Err(ApiError::IdempotencyKeyReused(key.key));
-        }
-        other => (vended(other, &name)?, false),
+        Err(refused) => return Err(refused_vend(refused, &name)),
     };
-    let formatted = entry
-        .format
-        .as_ref()
-        .map(|format| print(format, &name, &values))
-        .transpose()?;
+    let VendedValues {
+        values,
+        formatted,
+        replayed: replay,
+    } = vended;
     let sequence = name.as_str();
-    let exhausted = values.len() < wanted as usize;
+    let exhausted = values.len() < count.unwrap_or(1) as usize;
     let response = HttpResponse::Ok().json(match count {
         None => Vended::One {
             sequence,
@@ -147,36 +128,19 @@ pub fn batch_count(count: Option<u64>) -> Result<Option<u32>, ApiError> {
     }
 }
 
-/// The values of a drawn outcome, or the error it means.
-fn vended(outcome: Outcome, name: &SequenceName) -> Result<Vec<i64>, ApiError> {
-    match outcome {
-        Outcome::Values(values) => Ok(values),
-        Outcome::Exhausted => Err(ApiError::SequenceExhausted(name.to_string())),
-        Outcome::Retired => Err(ApiError::SequenceRetired(name.to_string())),
-        Outcome::NotFound => Err(ApiError::sequence_not_found(name.as_str())),
-        Outcome::Failed(reason) => Err(ApiError::SequenceFailed(name.to_string(), reason)),
-        // Logged, with its reason, where the statement answered.
-        Outcome::Unavailable(_) => Err(ApiError::Unavailable(
+/// The error a refused vend means.
+fn refused_vend(refused: VendRefused, name: &SequenceName) -> ApiError {
+    match refused {
+        VendRefused::KeyInFlight(key) => ApiError::IdempotencyKeyInFlight(key),
+        VendRefused::KeyReused(key) => ApiError::IdempotencyKeyReused(key),
+        VendRefused::Exhausted { .. } => ApiError::SequenceExhausted(name.to_string()),
+        VendRefused::Retired => ApiError::SequenceRetired(name.to_string()),
+        VendRefused::NotFound => ApiError::sequence_not_found(name.as_str()),
+        VendRefused::Failed(reason) => ApiError::SequenceFailed(name.to_string(), reason),
+        VendRefused::Busy => ApiError::Unavailable(
             "the sequence is held by another database session (a lock or a conflicting draw)",
-        )),
-        Outcome::Replayed { .. } | Outcome::KeyReused => Err(ApiError::Internal(anyhow::anyhow!(
-            "an idempotent answer reached the plain vend path"
-        ))),
+        ),
+        VendRefused::Engine(err) => err.into(),
+        VendRefused::Unprintable(err) => ApiError::Internal(err),
     }
-}
-
-/// Every range was checked against the format when it was added, so a value that does not
-/// print means a range was changed by hand.
-fn print(format: &Format, name: &SequenceName, values: &[i64]) -> Result<Vec<String>, ApiError> {
-    values
-        .iter()
-        .map(|&value| {
-            format.render(value).ok_or_else(|| {
-                ApiError::Internal(anyhow::anyhow!(
-                    "value {value} of sequence {name} does not fit its {} format",
-                    format.kind()
-                ))
-            })
-        })
-        .collect()
 }

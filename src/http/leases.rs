@@ -1,10 +1,9 @@
-//! `POST /sequences/{name}/leases?count=N`: a block of values for a client's own cache
+//! `POST /sequences/{name}/leases?count=N`: a block lease: a block of values for a client cache
 //! (the thick client, `seqvend-client`), drawn durably like any vend and leased for a while.
 
 use actix_web::{web, HttpResponse};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use sqlx::PgPool;
 use utoipa::{IntoParams, ToSchema};
 
 use super::access::require_on_sequence;
@@ -12,9 +11,8 @@ use super::error::{ApiError, ErrorBody};
 use super::idempotent::{replayed, replayed_error, KeyedCaller};
 use crate::auth::Verb;
 use crate::domain::{SequenceName, MAX_CACHE_SIZE};
-use crate::registry::{CacheView, Catalog, Known};
-use crate::settings::CacheSettings;
-use crate::vend::{Holder, Leased, Vender};
+use crate::registry::{CacheView, Known};
+use crate::service::{BlockLeaseAsk, LeaseRefused, Service};
 use seqvend_blocks::Block;
 
 #[derive(Deserialize, IntoParams)]
@@ -63,9 +61,9 @@ impl From<&Block> for BlockView {
 
 #[utoipa::path(
     post, path = "/sequences/{name}/leases", tag = "vend", params(("name" = String, Path, description = "Sequence name", pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$"), LeaseQuery,
-        ("Idempotency-Key" = Option<String>, Header, description = "1–255 visible ASCII characters: a repeat with the same key, token and request answers the same lease again, with `Idempotent-Replayed: true`", max_length = 255)),
+        ("Idempotency-Key" = Option<String>, Header, description = "1–255 visible ASCII characters: a repeat with the same key, token and request answers the same block lease again, with `Idempotent-Replayed: true`", max_length = 255)),
     responses(
-        (status = 200, description = "A lease, durable before it is returned", body = LeaseView),
+        (status = 200, description = "A block lease, durable before it is returned", body = LeaseView),
         (status = 400, description = "invalid_name or invalid_request", body = ErrorBody),
         (status = 401, description = "unauthorized", body = ErrorBody),
         (status = 403, description = "forbidden: the token has no lease scope on the sequence (vend is not enough)", body = ErrorBody),
@@ -79,10 +77,7 @@ impl From<&Block> for BlockView {
 )]
 pub async fn lease(
     keyed_caller: KeyedCaller,
-    vender: web::Data<Vender>,
-    pool: web::Data<PgPool>,
-    catalog: web::Data<Catalog>,
-    settings: web::Data<CacheSettings>,
+    service: web::Data<Service>,
     name: web::Path<String>,
     query: web::Query<LeaseQuery>,
 ) -> Result<HttpResponse, ApiError> {
@@ -92,61 +87,51 @@ pub async fn lease(
             "`count` must be between 1 and {MAX_CACHE_SIZE}"
         )));
     }
-    let entry = match require_on_sequence(&keyed_caller.caller, Verb::Lease, &catalog, &pool, &name)
-        .await?
-    {
+    let caller = &keyed_caller.caller;
+    let entry = match require_on_sequence(caller, Verb::Lease, &service, &name).await? {
         Known::Sequence(entry) => entry,
         Known::NoSuchSequence => return Err(ApiError::sequence_not_found(name.as_str())),
     };
-    let keyed = keyed_caller.claim(|| format!("lease:{name}:count={}", query.count))?;
-    let ttl = settings.client_lease;
-    let key = keyed.as_ref().map(|(key, _)| key.clone());
-    let leased = vender
-        .lease(name.clone(), query.count as u32, Holder::Client, ttl, key)
-        .await?;
-    let lease = match leased {
-        Leased::Granted(lease) => lease,
-        Leased::Replayed {
-            status,
-            blocks,
-            expires_at,
-        } => {
-            let Some(expires_at) = expires_at.filter(|_| status == 200 && !blocks.is_empty())
-            else {
-                return Ok(replayed_error(ApiError::SequenceExhausted(
-                    name.to_string(),
-                )));
-            };
-            let count: u64 = blocks.iter().map(Block::len).sum();
-            let left = (expires_at - chrono::Utc::now()).num_seconds().max(0) as u64;
-            let view = LeaseView {
-                sequence: name.as_str(),
-                blocks: blocks.iter().map(BlockView::from).collect(),
-                count,
-                exhausted: count < query.count,
-                expires_at,
-                ttl_seconds: left,
-                cache: entry.cache.into(),
-            };
-            return Ok(replayed(HttpResponse::Ok().json(view)));
-        }
-        Leased::KeyReused => {
-            let (key, _) = keyed.expect("only a keyed lease is told its key was reused");
-            return Err(ApiError::IdempotencyKeyReused(key.key));
-        }
-        Leased::Exhausted => return Err(ApiError::SequenceExhausted(name.to_string())),
-        Leased::Retired => return Err(ApiError::SequenceRetired(name.to_string())),
-        Leased::NotFound => return Err(ApiError::sequence_not_found(name.as_str())),
-        Leased::Failed(reason) => return Err(ApiError::SequenceFailed(name.to_string(), reason)),
+    let ask = BlockLeaseAsk {
+        name: &name,
+        count: query.count as u32,
+        key: keyed_caller.key.as_deref(),
+        owner: caller.owner(),
     };
-    let blocks = lease.blocks.iter().map(BlockView::from).collect();
-    Ok(HttpResponse::Ok().json(LeaseView {
+    let lease = match service.lease(ask).await {
+        Ok(lease) => lease,
+        Err(LeaseRefused::Exhausted { replayed: true }) => {
+            return Ok(replayed_error(ApiError::SequenceExhausted(
+                name.to_string(),
+            )));
+        }
+        Err(refused) => return Err(refused_lease(refused, &name)),
+    };
+    let response = HttpResponse::Ok().json(LeaseView {
         sequence: name.as_str(),
-        blocks,
+        blocks: lease.blocks.iter().map(BlockView::from).collect(),
         count: lease.count,
-        exhausted: lease.clipped,
+        exhausted: lease.exhausted,
         expires_at: lease.expires_at,
-        ttl_seconds: ttl.as_secs(),
+        ttl_seconds: lease.ttl_seconds,
         cache: entry.cache.into(),
-    }))
+    });
+    Ok(if lease.replayed {
+        replayed(response)
+    } else {
+        response
+    })
+}
+
+/// The error a refused block lease means.
+fn refused_lease(refused: LeaseRefused, name: &SequenceName) -> ApiError {
+    match refused {
+        LeaseRefused::KeyInFlight(key) => ApiError::IdempotencyKeyInFlight(key),
+        LeaseRefused::KeyReused(key) => ApiError::IdempotencyKeyReused(key),
+        LeaseRefused::Exhausted { .. } => ApiError::SequenceExhausted(name.to_string()),
+        LeaseRefused::Retired => ApiError::SequenceRetired(name.to_string()),
+        LeaseRefused::NotFound => ApiError::sequence_not_found(name.as_str()),
+        LeaseRefused::Failed(reason) => ApiError::SequenceFailed(name.to_string(), reason),
+        LeaseRefused::Engine(err) => err.into(),
+    }
 }

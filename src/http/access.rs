@@ -1,11 +1,11 @@
 //! What a caller may touch: the scope checks handlers share.
 
-use sqlx::PgPool;
-
+use super::caller::Caller;
 use super::error::ApiError;
-use crate::auth::{Caller, Resource, Verb};
+use crate::auth::{Resource, Verb};
 use crate::domain::SequenceName;
-use crate::registry::{Catalog, Known};
+use crate::registry::Known;
+use crate::service::Service;
 
 /// Checks that `caller` may create the sequence `name` in `namespace`, claiming both: admin
 /// over the name **and** over the namespace (adding a range claims the namespace only). Either
@@ -29,11 +29,10 @@ pub fn require_claim(caller: &Caller, name: &str, namespace: &str) -> Result<(),
 pub async fn require_on_sequence(
     caller: &Caller,
     verb: Verb,
-    catalog: &Catalog,
-    pool: &PgPool,
+    service: &Service,
     name: &SequenceName,
 ) -> Result<Known, ApiError> {
-    let known = catalog.lookup(pool, name).await?;
+    let known = service.sequence(name).await?;
     let namespace = match &known {
         Known::Sequence(entry) => Some(entry.namespace.as_str()),
         Known::NoSuchSequence => None,

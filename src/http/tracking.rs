@@ -3,13 +3,14 @@
 
 use actix_web::{web, HttpResponse};
 use serde::Serialize;
-use sqlx::PgPool;
 use utoipa::ToSchema;
 
+use super::caller::Caller;
 use super::error::{ApiError, ErrorBody};
-use crate::auth::{Caller, Resource, Verb};
+use crate::auth::{Resource, Verb};
 use crate::carriers::{normalise, recognise};
 use crate::registry;
+use crate::service::Service;
 
 #[derive(Serialize, ToSchema)]
 pub struct TrackingNumber {
@@ -46,22 +47,24 @@ pub struct Issued {
 )]
 pub async fn get(
     caller: Caller,
-    pool: web::Data<PgPool>,
+    service: web::Data<Service>,
     number: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Verb::Read, Resource::AnySequence)?;
     let number = normalise(&number).map_err(|err| ApiError::InvalidRequest(err.to_string()))?;
     let seen = recognise(&number);
     // Which sequence vended it is told only to a caller who may read that sequence.
-    let issued = registry::issued(&pool, &seen.origins).await?.filter(|i| {
-        caller.may(
-            Verb::Read,
-            Resource::Sequence {
-                name: &i.sequence,
-                namespace: Some(&i.namespace),
-            },
-        )
-    });
+    let issued = registry::issued(service.registry(), &seen.origins)
+        .await?
+        .filter(|i| {
+            caller.may(
+                Verb::Read,
+                Resource::Sequence {
+                    name: &i.sequence,
+                    namespace: Some(&i.namespace),
+                },
+            )
+        });
     Ok(HttpResponse::Ok().json(TrackingNumber {
         number,
         valid: seen.valid,

@@ -15,7 +15,7 @@ use sqlx::postgres::PgConnectOptions;
 use sqlx::PgPool;
 use tokio::sync::watch;
 
-use crate::db::connect::{chain, Connector};
+use super::connect::{chain, Connector};
 
 /// How often the current primary is checked.
 const WATCH_EVERY: Duration = Duration::from_millis(500);

@@ -11,19 +11,16 @@ use actix_web::middleware::Next;
 use actix_web::web;
 
 use super::error::ApiError;
-
-/// How long a registry request may take, by seqvend's clock.
-#[derive(Debug, Clone, Copy)]
-pub struct RegistryDeadline(pub Duration);
+use crate::service::Service;
 
 pub async fn bound(
     req: ServiceRequest,
     next: Next<impl MessageBody>,
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
-    let deadline = req
-        .app_data::<web::Data<RegistryDeadline>>()
-        .expect("the registry deadline is configured")
-        .0;
+    let deadline: Duration = req
+        .app_data::<web::Data<Service>>()
+        .expect("the service is registered as app data")
+        .registry_deadline();
     let what = format!("{} {}", req.method(), req.path());
     match tokio::time::timeout(deadline, next.call(req)).await {
         Ok(answered) => answered,

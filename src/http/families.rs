@@ -4,15 +4,16 @@
 use actix_web::{web, HttpResponse};
 use serde::Deserialize;
 use serde_json::Number;
-use sqlx::PgPool;
 use utoipa::ToSchema;
 
+use super::caller::Caller;
 use super::error::{ApiError, ErrorBody};
 use super::extract::JsonObject;
 use super::paging::ListQuery;
-use crate::auth::{Caller, Resource, Verb};
+use crate::auth::{Resource, Verb};
 use crate::domain::{SequenceName, SequenceSpec};
 use crate::registry::{self, FamilyPage, FamilyView};
+use crate::service::Service;
 
 /// What a scope names when it covers a family.
 pub fn family(name: &str) -> Resource<'_> {
@@ -57,7 +58,7 @@ pub struct CreateFamilyBody {
 )]
 pub async fn create(
     caller: Caller,
-    pool: web::Data<PgPool>,
+    service: web::Data<Service>,
     body: JsonObject<CreateFamilyBody>,
 ) -> Result<HttpResponse, ApiError> {
     let name = SequenceName::parse(&body.name)?;
@@ -68,7 +69,7 @@ pub async fn create(
         body.increment.as_ref(),
     )?;
     caller.require(Verb::Admin, family(name.as_str()))?;
-    let created = registry::create_family(&pool, &name, spec, caller.name()).await?;
+    let created = registry::create_family(service.registry(), &name, spec, caller.name()).await?;
     tracing::info!(family = %name, "counter family created");
     Ok(HttpResponse::Created().json(created))
 }
@@ -88,12 +89,12 @@ pub async fn create(
 )]
 pub async fn get(
     caller: Caller,
-    pool: web::Data<PgPool>,
+    service: web::Data<Service>,
     name: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let name = SequenceName::parse(&name)?;
     caller.require(Verb::Read, family(name.as_str()))?;
-    Ok(HttpResponse::Ok().json(registry::get_family(&pool, &name).await?))
+    Ok(HttpResponse::Ok().json(registry::get_family(service.registry(), &name).await?))
 }
 
 #[utoipa::path(
@@ -109,12 +110,13 @@ pub async fn get(
 )]
 pub async fn list(
     caller: Caller,
-    pool: web::Data<PgPool>,
+    service: web::Data<Service>,
     query: web::Query<ListQuery>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Verb::Read, Resource::AnySequence)?;
     let asked = query.page("family")?;
-    let mut page = registry::list_families(&pool, asked.after.as_ref(), asked.limit).await?;
+    let mut page =
+        registry::list_families(service.registry(), asked.after.as_ref(), asked.limit).await?;
     // A token scoped to some families sees those; the page keeps its place in the names.
     page.families
         .retain(|listed| caller.may(Verb::Read, family(&listed.name)));
@@ -136,12 +138,12 @@ pub async fn list(
 )]
 pub async fn retire(
     caller: Caller,
-    pool: web::Data<PgPool>,
+    service: web::Data<Service>,
     name: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let name = SequenceName::parse(&name)?;
     caller.require(Verb::Admin, family(name.as_str()))?;
-    let retired = registry::retire_family(&pool, &name, caller.name()).await?;
+    let retired = registry::retire_family(service.registry(), &name, caller.name()).await?;
     tracing::info!(family = %name, "counter family retired");
     Ok(HttpResponse::Ok().json(retired))
 }

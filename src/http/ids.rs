@@ -6,9 +6,10 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
+use super::caller::Caller;
 use super::error::{ApiError, ErrorBody};
-use crate::auth::{Caller, Resource, Verb};
-use crate::ids::{Snowflake, UuidV7s};
+use crate::auth::{Resource, Verb};
+use crate::service::Service;
 
 const MAX_COUNT: u64 = 10_000;
 
@@ -71,11 +72,11 @@ pub struct Uuids {
 )]
 pub async fn snowflake(
     caller: Caller,
-    snowflake: web::Data<Snowflake>,
+    service: web::Data<Service>,
     query: web::Query<CountQuery>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Verb::Vend, Resource::AnySequence)?;
-    let ids = snowflake.issue(query.count()?).await?;
+    let ids = service.snowflake().issue(query.count()?).await?;
     let ids_str = ids.iter().map(i64::to_string).collect();
     Ok(HttpResponse::Ok().json(SnowflakeIds { ids, ids_str }))
 }
@@ -91,11 +92,11 @@ pub async fn snowflake(
 )]
 pub async fn decode(
     caller: Caller,
-    snowflake: web::Data<Snowflake>,
+    service: web::Data<Service>,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Verb::Read, Resource::AnySequence)?;
-    let layout = snowflake.layout();
+    let layout = service.snowflake().layout();
     let not_an_id = || {
         let (t, w, s) = layout.bits();
         ApiError::InvalidRequest(format!(
@@ -132,11 +133,12 @@ pub async fn decode(
 )]
 pub async fn uuidv7(
     caller: Caller,
-    uuids: web::Data<UuidV7s>,
+    service: web::Data<Service>,
     query: web::Query<CountQuery>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Verb::Vend, Resource::AnySequence)?;
-    let ids = uuids
+    let ids = service
+        .uuids()
         .issue(query.count()?)
         .iter()
         .map(|id| id.hyphenated().to_string())

@@ -4,23 +4,22 @@
 use actix_web::{web, HttpResponse};
 use serde::Deserialize;
 use serde_json::Number;
-use sqlx::PgPool;
 
 use utoipa::ToSchema;
 
 use super::access::{require_claim, require_on_sequence};
+use super::caller::Caller;
 use super::error::ApiError;
 use super::error::ErrorBody;
 use super::extract::JsonObject;
 use super::paging::ListQuery;
-use super::RegistryDeadline;
-use crate::auth::{Caller, Resource, Verb};
+use crate::auth::{Resource, Verb};
 use crate::carriers::{Format, FormatError};
 use crate::domain::{AlertThresholds, CachePolicy, RangeBounds, SequenceName, SequenceSpec};
 use crate::registry::{
-    self, Catalog, Known, NewSequence, RangeView, SequencePage, SequenceView, SettingsChange,
+    self, Known, NewSequence, RangeView, SequencePage, SequenceView, SettingsChange,
 };
-use crate::settings::CacheSettings;
+use crate::service::Service;
 
 /// Bounds arrive as JSON numbers and are checked by the domain types, so a bound outside
 /// i64 is `invalid_range` rather than a generic parse failure.
@@ -232,12 +231,12 @@ pub struct AddRangeBody {
 )]
 pub async fn create(
     caller: Caller,
-    pool: web::Data<PgPool>,
+    service: web::Data<Service>,
     body: JsonObject<CreateSequenceBody>,
 ) -> Result<HttpResponse, ApiError> {
     let new = NewSequence::try_from(body.0)?;
     require_claim(&caller, new.name.as_str(), new.namespace.as_str())?;
-    let sequence = registry::create_sequence(&pool, new, caller.name()).await?;
+    let sequence = registry::create_sequence(service.registry(), new, caller.name()).await?;
     tracing::info!(sequence = %sequence.name, "sequence created");
     Ok(HttpResponse::Created().json(sequence))
 }
@@ -260,13 +259,12 @@ pub async fn create(
 )]
 pub async fn add_range(
     caller: Caller,
-    pool: web::Data<PgPool>,
-    catalog: web::Data<Catalog>,
+    service: web::Data<Service>,
     name: web::Path<String>,
     body: JsonObject<AddRangeBody>,
 ) -> Result<HttpResponse, ApiError> {
     let name = SequenceName::parse(&name)?;
-    let known = require_on_sequence(&caller, Verb::Admin, &catalog, &pool, &name).await?;
+    let known = require_on_sequence(&caller, Verb::Admin, &service, &name).await?;
     let bounds = RangeBounds::parse(&body.min, &body.max)?;
     // A namespace and a format never change, so checking before the registry's transaction
     // is race-free. No such sequence: `add_range` answers it.
@@ -278,7 +276,7 @@ pub async fn add_range(
             format.check_range(bounds.min(), bounds.max())?;
         }
     }
-    let range = registry::add_range(&pool, &name, bounds, caller.name()).await?;
+    let range = registry::add_range(service.registry(), &name, bounds, caller.name()).await?;
     tracing::info!(sequence = %name, min = range.min, max = range.max, "range added");
     Ok(HttpResponse::Created().json(range))
 }
@@ -297,13 +295,12 @@ pub async fn add_range(
 )]
 pub async fn get(
     caller: Caller,
-    pool: web::Data<PgPool>,
-    catalog: web::Data<Catalog>,
+    service: web::Data<Service>,
     name: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let name = SequenceName::parse(&name)?;
-    require_on_sequence(&caller, Verb::Read, &catalog, &pool, &name).await?;
-    Ok(HttpResponse::Ok().json(registry::get_sequence(&pool, &name).await?))
+    require_on_sequence(&caller, Verb::Read, &service, &name).await?;
+    Ok(HttpResponse::Ok().json(registry::get_sequence(service.registry(), &name).await?))
 }
 
 #[utoipa::path(
@@ -319,12 +316,13 @@ pub async fn get(
 )]
 pub async fn list(
     caller: Caller,
-    pool: web::Data<PgPool>,
+    service: web::Data<Service>,
     query: web::Query<ListQuery>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Verb::Read, Resource::AnySequence)?;
     let asked = query.page("sequence")?;
-    let mut page = registry::list_sequences(&pool, asked.after.as_ref(), asked.limit).await?;
+    let mut page =
+        registry::list_sequences(service.registry(), asked.after.as_ref(), asked.limit).await?;
     // A token scoped to some sequences sees those; the page keeps its place in the names.
     page.sequences.retain(|sequence| {
         caller.may(
@@ -355,15 +353,15 @@ pub async fn list(
 )]
 pub async fn update(
     caller: Caller,
-    pool: web::Data<PgPool>,
-    catalog: web::Data<Catalog>,
+    service: web::Data<Service>,
     name: web::Path<String>,
     body: JsonObject<UpdateSequenceBody>,
 ) -> Result<HttpResponse, ApiError> {
     let name = SequenceName::parse(&name)?;
-    require_on_sequence(&caller, Verb::Admin, &catalog, &pool, &name).await?;
+    require_on_sequence(&caller, Verb::Admin, &service, &name).await?;
     let change = SettingsChange::try_from(&*body)?;
-    let sequence = registry::change_settings(&pool, &name, change, caller.name()).await?;
+    let sequence =
+        registry::change_settings(service.registry(), &name, change, caller.name()).await?;
     tracing::info!(sequence = %name, cache = ?sequence.cache, alerts = ?sequence.alerts, "settings changed");
     Ok(HttpResponse::Ok().json(sequence))
 }
@@ -382,35 +380,14 @@ pub async fn update(
 )]
 pub async fn retire(
     caller: Caller,
-    pool: web::Data<PgPool>,
-    catalog: web::Data<Catalog>,
-    deadline: web::Data<RegistryDeadline>,
-    cache: web::Data<CacheSettings>,
+    service: web::Data<Service>,
     name: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let name = SequenceName::parse(&name)?;
-    let too_slow = || ApiError::Unavailable("the database did not answer in time");
-    let allowed = require_on_sequence(&caller, Verb::Admin, &catalog, &pool, &name);
-    tokio::time::timeout(deadline.0, allowed)
+    let allowed = require_on_sequence(&caller, Verb::Admin, &service, &name);
+    tokio::time::timeout(service.registry_deadline(), allowed)
         .await
-        .map_err(|_| too_slow())??;
-    let retired = registry::retire_sequence(&pool, &name, caller.name());
-    let sequence = tokio::time::timeout(deadline.0, retired)
-        .await
-        .map_err(|_| too_slow())??;
-    // Instances release their leases when told; one that did not hear stops when its lease
-    // expires, which no wait here outlasts.
-    let patience = cache.instance_lease + deadline.0;
-    let waited = registry::await_instance_leases(&pool, &name, patience);
-    let released = tokio::time::timeout(patience + deadline.0, waited)
-        .await
-        .map_err(|_| too_slow())??;
-    if !released {
-        return Err(ApiError::Unavailable(
-            "the sequence is retired, but an instance may still hold cached values of it; \
-             DELETE again to wait for them",
-        ));
-    }
-    tracing::info!(sequence = %name, "sequence retired");
+        .map_err(|_| ApiError::Unavailable("the database did not answer in time"))??;
+    let sequence = service.retire(&name, caller.name()).await?;
     Ok(HttpResponse::Ok().json(sequence))
 }

@@ -1,16 +1,16 @@
-//! The `Idempotency-Key` header on vends and leases: reading it, claiming it for the time
-//! the request is served, and marking a replayed answer.
+//! The `Idempotency-Key` header on vends and block leases: reading it (the service claims
+//! it while the request is served), and marking a replayed answer.
 
 use std::future::Future;
 use std::pin::Pin;
 
 use actix_web::dev::Payload;
 use actix_web::http::header::{HeaderName, HeaderValue};
-use actix_web::{web, FromRequest, HttpRequest, HttpResponse, ResponseError};
+use actix_web::{FromRequest, HttpRequest, HttpResponse, ResponseError};
 
+use super::caller::Caller;
 use super::error::ApiError;
-use crate::auth::Caller;
-use crate::idempotency::{parse_key, Claim, IdempotencyKey, InFlight};
+use crate::idempotency::parse_key;
 
 const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");
 /// Set on an answer that repeats a stored one.
@@ -33,8 +33,7 @@ pub fn refuse_key(req: &HttpRequest, what: &str) -> Result<(), ApiError> {
 /// 400 when malformed).
 pub struct KeyedCaller {
     pub caller: Caller,
-    key: Option<String>,
-    in_flight: web::Data<InFlight>,
+    pub key: Option<String>,
 }
 
 impl FromRequest for KeyedCaller {
@@ -52,40 +51,8 @@ impl FromRequest for KeyedCaller {
                 .map(|raw| parse_key(raw.as_bytes()))
                 .transpose()
                 .map_err(|err| ApiError::InvalidRequest(err.to_string()))?;
-            let in_flight = req
-                .app_data::<web::Data<InFlight>>()
-                .expect("the keys in flight are registered as app data")
-                .clone();
-            Ok(Self {
-                caller,
-                key,
-                in_flight,
-            })
+            Ok(Self { caller, key })
         })
-    }
-}
-
-impl KeyedCaller {
-    /// The caller's key for `request` (what was asked, e.g. `next:fedex-1:count=5`, written
-    /// only when a key was sent), claimed for as long as the returned `Claim` lives; None
-    /// without a key. A key being served here already is 409 `idempotency_key_in_flight`.
-    pub fn claim(
-        &self,
-        request: impl FnOnce() -> String,
-    ) -> Result<Option<(IdempotencyKey, Claim)>, ApiError> {
-        let Some(key) = &self.key else {
-            return Ok(None);
-        };
-        let key = IdempotencyKey {
-            owner: self.caller.owner().to_owned(),
-            key: key.clone(),
-            request: request(),
-        };
-        let claim = self
-            .in_flight
-            .claim(&key)
-            .ok_or_else(|| ApiError::IdempotencyKeyInFlight(key.key.clone()))?;
-        Ok(Some((key, claim)))
     }
 }
 

@@ -1,7 +1,10 @@
-//! HTTP handlers and the route table. Handlers parse requests into domain types at the
-//! edge and map outcomes to responses; the work happens in `registry` and `vend`.
+//! The HTTP edge: the route table, handlers, the `Caller` extractor, the request log, OpenAPI
+//! and the mapping of errors to statuses (the only module that knows HTTP). Handlers parse
+//! requests into domain types, authorise, and map outcomes to responses; the use-cases are
+//! `service`'s.
 
 mod access;
+mod caller;
 mod counters;
 mod deadline;
 pub mod error;
@@ -15,7 +18,9 @@ mod ids;
 mod leases;
 mod openapi;
 mod paging;
+mod request_log;
 mod sequences;
+mod server;
 mod tokens;
 mod tracking;
 mod vend;
@@ -26,9 +31,9 @@ use actix_web::{web, HttpRequest, HttpResponse};
 
 use error::ApiError;
 
-pub use deadline::RegistryDeadline;
 pub use extract::{json_config, path_config, query_config, JSON_LIMIT};
 pub use openapi::ApiDoc;
+pub use server::{serve, AppState, Served};
 
 /// Routes with a `{name}` segment are matched by regular expression, in the order they are
 /// registered: the vend route comes first, so the hot path costs one match. Routes served by

@@ -3,14 +3,15 @@
 
 use actix_web::{web, HttpResponse};
 use serde::{Deserialize, Serialize};
-use sqlx::PgPool;
 use utoipa::ToSchema;
 
+use super::caller::Caller;
 use super::error::{ApiError, ErrorBody};
 use super::extract::JsonObject;
-use crate::auth::{secret, Caller, Resource, Scope, Verb};
+use crate::auth::{secret, Resource, Scope, Verb};
 use crate::domain::SequenceName;
 use crate::registry::{self, TokenView};
+use crate::service::Service;
 
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -57,7 +58,7 @@ const MAX_SCOPES: usize = 100;
 )]
 pub async fn create(
     caller: Caller,
-    pool: web::Data<PgPool>,
+    service: web::Data<Service>,
     body: JsonObject<CreateTokenBody>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Verb::Admin, Resource::Service)?;
@@ -80,8 +81,14 @@ pub async fn create(
         .collect::<Result<Vec<_>, _>>()
         .map_err(|err| ApiError::InvalidRequest(err.to_string()))?;
     let new = secret::new_secret();
-    let view =
-        registry::create_token(&pool, name.as_str(), &new.hash, &scopes, caller.name()).await?;
+    let view = registry::create_token(
+        service.registry(),
+        name.as_str(),
+        &new.hash,
+        &scopes,
+        caller.name(),
+    )
+    .await?;
     tracing::info!(token = %view.name, token_id = view.id, by = caller.name(), "token created");
     let token = secret::token(view.id, &new.secret);
     Ok(HttpResponse::Created().json(CreatedToken { view, token }))
@@ -97,9 +104,9 @@ pub async fn create(
         (status = 503, description = "unavailable", body = ErrorBody),
     )
 )]
-pub async fn list(caller: Caller, pool: web::Data<PgPool>) -> Result<HttpResponse, ApiError> {
+pub async fn list(caller: Caller, service: web::Data<Service>) -> Result<HttpResponse, ApiError> {
     caller.require(Verb::Admin, Resource::Service)?;
-    let tokens = registry::list_tokens(&pool).await?;
+    let tokens = registry::list_tokens(service.registry()).await?;
     Ok(HttpResponse::Ok().json(TokenList { tokens }))
 }
 
@@ -118,7 +125,7 @@ pub async fn list(caller: Caller, pool: web::Data<PgPool>) -> Result<HttpRespons
 )]
 pub async fn revoke(
     caller: Caller,
-    pool: web::Data<PgPool>,
+    service: web::Data<Service>,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Verb::Admin, Resource::Service)?;
@@ -126,7 +133,7 @@ pub async fn revoke(
         id.parse().ok().filter(|id| *id > 0).ok_or_else(|| {
             ApiError::InvalidRequest(format!("{:?} is not a token id", id.as_str()))
         })?;
-    let view = registry::revoke_token(&pool, id, caller.name()).await?;
+    let view = registry::revoke_token(service.registry(), id, caller.name()).await?;
     tracing::info!(token = %view.name, token_id = view.id, by = caller.name(), "token revoked");
     Ok(HttpResponse::Ok().json(view))
 }

@@ -1,5 +1,5 @@
-//! What the registry's notification listener (one connection per instance, see
-//! `cache::spawn_listener`) does with token changes: forget a changed token, and know whether
+//! What the notification hub (one connection per instance, see
+//! `service::spawn_notification_hub`) does with token changes: forget a changed token, and know whether
 //! the connection still delivers. A frozen or partitioned server closes nothing, so the
 //! instance pings itself through the tokens channel every half second; the store trusts what
 //! it keeps only while a recent ping came back. On listening anew it forgets everything it
@@ -33,12 +33,12 @@ impl TokenChanges {
         })
     }
 
-    /// The listener listens (again): whatever changed before may have gone unheard.
+    /// The notification hub listens (again): whatever changed before may have gone unheard.
     pub fn listening(&self) {
         self.store.forget_all();
     }
 
-    /// The listener lost its connection.
+    /// The notification hub lost its connection.
     pub fn lost(&self) {
         self.store.set_heard(None);
     }
