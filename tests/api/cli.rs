@@ -32,10 +32,6 @@ fn stdout(output: &Output) -> String {
     String::from_utf8(output.stdout.clone()).unwrap()
 }
 
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
 /// The table row whose first cell is `first`, split into cells.
 fn row<'a>(table: &'a str, first: &str) -> Vec<&'a str> {
     table

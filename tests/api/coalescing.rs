@@ -215,17 +215,7 @@ async fn hold_the_lane(db: &TestDb, vender: &Vender) -> (tokio_postgres::Client,
 
 async fn wait_until_a_vend_waits_on_the_lock(db: &TestDb) {
     let observer = db.connect().await;
-    eventually(Duration::from_secs(10), "a vend statement waits on the range lock", || {
-        let observer = &observer;
-        async move {
-            let row = observer
-                .query_one("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event = 'advisory' AND query LIKE '%seqvend.vend%'", &[])
-                .await
-                .unwrap();
-            row.get::<_, i64>(0) > 0
-        }
-    })
-    .await;
+    until_blocked(&observer, 1, Blocked::On("advisory"), "%seqvend.vend%").await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -496,15 +486,7 @@ async fn the_servers_statement_timeout_cancels_a_stuck_vend() {
         .expect("answered once the server cancelled the statement");
     reply.assert_error(503, "unavailable");
     let observer = db.connect().await;
-    let waiting: i64 = observer
-        .query_one(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event = 'advisory' \
-             AND query LIKE '%seqvend.vend%'",
-            &[],
-        )
-        .await
-        .unwrap()
-        .get(0);
+    let waiting = sessions_blocked(&observer, Blocked::On("advisory"), "%seqvend.vend%").await;
     assert_eq!(waiting, 0, "the statement was cancelled, not left waiting");
     release(&blocker).await;
     assert_eq!(

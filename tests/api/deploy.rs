@@ -13,7 +13,7 @@ use serde_json::{json, Value as Json};
 use serde_yaml::Value;
 
 use crate::helpers::{
-    eventually, scratch_dir, spawn_app_on, test_settings, TestDb, ADMIN_TOKEN, VEND_TOKEN,
+    eventually, scratch_dir, spawn_app_on, stderr, test_settings, TestDb, ADMIN_TOKEN, VEND_TOKEN,
 };
 use crate::serve::Served;
 
@@ -144,10 +144,6 @@ fn healthcheck(url: Option<&str>, listen: Option<&str>) -> Output {
         command.env("SEQVEND_LISTEN", listen);
     }
     command.output().unwrap()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -322,20 +322,8 @@ impl VendInFlight {
                 .bearer_auth(VEND_TOKEN)
                 .send(),
         );
-        eventually(
-            Duration::from_secs(10),
-            "the vend waits on the lock",
-            || async {
-                let waiting = "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event = 'advisory'";
-                blocker
-                    .query_one(waiting, &[])
-                    .await
-                    .unwrap()
-                    .get::<_, i64>(0)
-                    > 0
-            },
-        )
-        .await;
+        // The vend waits on the lock.
+        until_blocked(&blocker, 1, Blocked::On("advisory"), "%").await;
         Self { blocker, request }
     }
 

@@ -157,7 +157,7 @@ async fn instances_and_client_processes_through_kills_a_crash_and_a_retirement_n
         let url = format!("{}/sequences/mixed/next", instance.address());
         let reply = reqwest::Client::new()
             .post(url)
-            .bearer_auth(VEND)
+            .bearer_auth(VEND_TOKEN)
             .send()
             .await
             .unwrap();

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use reqwest::{Method, StatusCode};
 use seqvend::local_pg::Shutdown;
 
+use crate::common::wait::eventually;
 use crate::harness::*;
 
 const LOAD: Load = Load {
@@ -335,16 +336,14 @@ async fn run(pg: &Pg, statement: &str) {
 
 async fn wait_for(pg: &Pg, query: &str, what: &str) {
     let client = pg.connect().await;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !client
-        .query_one(query, &[])
-        .await
-        .unwrap()
-        .get::<_, bool>(0)
-    {
-        assert!(Instant::now() < deadline, "gave up waiting: {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually(Duration::from_secs(30), what, || async {
+        client
+            .query_one(query, &[])
+            .await
+            .unwrap()
+            .get::<_, bool>(0)
+    })
+    .await
 }
 
 /// A primary and its synchronous standby, both running, and one URL naming both hosts (the
@@ -569,7 +568,7 @@ async fn schemathesis_finds_no_server_error_and_no_answer_outside_the_document()
     let output = tokio::process::Command::new(&binary)
         .arg("run")
         .arg(format!("{}/openapi.json", seqvend.address()))
-        .args(["--header", &format!("Authorization: Bearer {ADMIN}")])
+        .args(["--header", &format!("Authorization: Bearer {ADMIN_TOKEN}")])
         .args([
             "--checks",
             "all",
