@@ -5,6 +5,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
+use serde_json::{json, Value};
 
 use super::wait::eventually;
 use super::{ADMIN_TOKEN, VEND_TOKEN};
@@ -122,4 +123,47 @@ fn spawn(database_url: &str, port: u16, env: &[(String, String)]) -> Child {
         .stderr(if log { Stdio::inherit() } else { Stdio::null() })
         .spawn()
         .expect("seqvend starts")
+}
+
+/// An admin call to the seqvend at `address`: the status and the JSON body (null if none).
+pub async fn admin(
+    address: &str,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<Value>,
+) -> (StatusCode, Value) {
+    let mut request = reqwest::Client::new()
+        .request(method, format!("{address}{path}"))
+        .bearer_auth(ADMIN_TOKEN);
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+/// Creates `name` over `ranges` (the first given at creation, the others added) at the
+/// seqvend at `address`, and checks it worked.
+pub async fn create(address: &str, name: &str, ranges: &[(i64, i64)]) {
+    let (first, rest) = ranges.split_first().unwrap();
+    let (status, body) = admin(
+        address,
+        reqwest::Method::POST,
+        "/sequences",
+        Some(json!({"name": name, "min": first.0, "max": first.1})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    for (min, max) in rest {
+        let path = format!("/sequences/{name}/ranges");
+        let (status, body) = admin(
+            address,
+            reqwest::Method::POST,
+            &path,
+            Some(json!({"min": min, "max": max})),
+        )
+        .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+    }
 }

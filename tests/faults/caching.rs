@@ -9,6 +9,7 @@ use reqwest::{Method, StatusCode};
 use seqvend::local_pg::Shutdown;
 use serde_json::json;
 
+use crate::common::process::create;
 use crate::harness::*;
 
 /// Values each instance holds per sequence.

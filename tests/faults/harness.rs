@@ -14,9 +14,9 @@ use serde_json::{json, Value};
 use tokio::task::JoinSet;
 
 pub use crate::common::cluster::Pg;
-pub use crate::common::process::Seqvend;
+pub use crate::common::process::{admin, Seqvend};
 pub use crate::common::scratch::scratch_dir;
-pub use crate::common::{ADMIN_TOKEN, VEND_TOKEN};
+pub use crate::common::VEND_TOKEN;
 // The names the history checker imports the bootstrap tokens by; this suite does not use them.
 #[allow(unused_imports)]
 pub use crate::common::{ADMIN_TOKEN as ADMIN, VEND_TOKEN as VEND};
@@ -81,47 +81,6 @@ impl ClientProcess {
                 (at.parse().unwrap(), value.parse().unwrap())
             })
             .collect()
-    }
-}
-
-/// Admin calls.
-pub async fn admin(
-    address: &str,
-    method: reqwest::Method,
-    path: &str,
-    body: Option<Value>,
-) -> (StatusCode, Value) {
-    let mut request = reqwest::Client::new()
-        .request(method, format!("{address}{path}"))
-        .bearer_auth(ADMIN_TOKEN);
-    if let Some(body) = body {
-        request = request.json(&body);
-    }
-    let response = request.send().await.unwrap();
-    let status = response.status();
-    (status, response.json().await.unwrap_or(Value::Null))
-}
-
-pub async fn create(address: &str, name: &str, ranges: &[(i64, i64)]) {
-    let (first, rest) = ranges.split_first().unwrap();
-    let (status, body) = admin(
-        address,
-        reqwest::Method::POST,
-        "/sequences",
-        Some(json!({"name": name, "min": first.0, "max": first.1})),
-    )
-    .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    for (min, max) in rest {
-        let path = format!("/sequences/{name}/ranges");
-        let (status, body) = admin(
-            address,
-            reqwest::Method::POST,
-            &path,
-            Some(json!({"min": min, "max": max})),
-        )
-        .await;
-        assert_eq!(status, StatusCode::CREATED, "{body}");
     }
 }
 

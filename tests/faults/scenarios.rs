@@ -10,6 +10,8 @@ use reqwest::{Method, StatusCode};
 use seqvend::local_pg::Shutdown;
 
 use crate::common::wait::eventually;
+use crate::common::process::create;
+use crate::common::ADMIN_TOKEN;
 use crate::harness::*;
 
 const LOAD: Load = Load {
