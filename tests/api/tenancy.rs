@@ -2,7 +2,6 @@
 //! rotation, who may claim a namespace (a carrier account included), and who may take values
 //! and worker ids in bulk.
 
-
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
@@ -21,7 +20,10 @@ async fn instance(db: &TestDb, vend_tokens: &str) -> Seqvend {
 /// A keyed vend of 2 values from `instance`; the reply and whether it says it is a replay.
 async fn keyed_next(instance: &Seqvend, token: &str, key: &str) -> (Reply, bool) {
     let response = reqwest::Client::new()
-        .post(format!("{}/sequences/labels/next?count=2", instance.address()))
+        .post(format!(
+            "{}/sequences/labels/next?count=2",
+            instance.address()
+        ))
         .bearer_auth(token)
         .header("Idempotency-Key", key)
         .send()

@@ -107,15 +107,30 @@ pub struct Load {
     pub impatient_every: usize,
 }
 
-/// Clients vending from `name` through `addresses` until `stop` is set or the sequence is
-/// exhausted. Every value a client is given is recorded.
-pub fn start_clients(
-    addresses: Vec<String>,
-    name: &str,
-    load: Load,
+/// The tasks of clients that vend until stopped or until the sequence is exhausted.
+pub struct Clients {
     stop: Arc<AtomicBool>,
-) -> (Arc<Record>, JoinSet<()>) {
+    tasks: JoinSet<()>,
+}
+
+impl Clients {
+    /// Stops the clients and waits until each has finished its last request.
+    pub async fn stop(mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        while self.tasks.join_next().await.is_some() {}
+    }
+
+    /// Waits until every client has found the sequence exhausted.
+    pub async fn until_exhausted(mut self) {
+        while self.tasks.join_next().await.is_some() {}
+    }
+}
+
+/// Clients vending from `name` through `addresses` until stopped or until the sequence is
+/// exhausted. Every value a client is given is recorded.
+pub fn start_clients(addresses: Vec<String>, name: &str, load: Load) -> (Arc<Record>, Clients) {
     let record = Arc::new(Record::default());
+    let stop = Arc::new(AtomicBool::new(false));
     let mut tasks = JoinSet::new();
     for client in 0..load.clients {
         let (record, stop, name) = (record.clone(), stop.clone(), name.to_owned());
@@ -158,7 +173,7 @@ pub fn start_clients(
             }
         });
     }
-    (record, tasks)
+    (record, Clients { stop, tasks })
 }
 
 /// How long a client waits for an answer: 1–5 ms if it is impatient, else 10 s.
