@@ -1,5 +1,6 @@
-//! The test harness: real PostgreSQL clusters started here, a fresh database per test,
-//! seqvend applications served over real TCP, and typed request helpers.
+//! The API tests' harness: the PostgreSQL cluster they share, a fresh database per test,
+//! seqvend applications served in-process over real TCP, and typed request helpers. What every
+//! test binary shares (clusters of a test's own, processes, waits) comes from `tests/common`.
 //! Set TEST_LOG=1 to see seqvend's logs.
 
 use std::collections::HashSet;

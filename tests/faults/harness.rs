@@ -1,5 +1,6 @@
-//! The fault-injection harness: real PostgreSQL clusters and real `seqvend serve` processes,
-//! clients that record every value they were given, and the checks every scenario ends with.
+//! The fault-injection harness: clients that record every value they were given, the client
+//! crate's application processes, and the checks every scenario ends with. The PostgreSQL
+//! clusters and `seqvend serve` processes they run against come from `tests/common`.
 
 use std::collections::HashSet;
 use std::path::PathBuf;
