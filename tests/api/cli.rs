@@ -6,9 +6,8 @@ use std::process::Output;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
+use crate::common::process::BINARY;
 use crate::helpers::*;
-
-const BINARY: &str = env!("CARGO_BIN_EXE_seqvend");
 
 /// `seqvend ARGS` with SEQVEND_URL pointing at `app` and SEQVEND_TOKEN set to `token`.
 async fn seqvend(app: &TestApp, token: &str, args: &[&str]) -> Output {
@@ -30,10 +29,6 @@ fn stdout(output: &Output) -> String {
         String::from_utf8_lossy(&output.stderr)
     );
     String::from_utf8(output.stdout.clone()).unwrap()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
 /// The table row whose first cell is `first`, split into cells.

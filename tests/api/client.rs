@@ -9,14 +9,6 @@ use seqvend_client::{Client, Error, Sequence};
 
 use crate::helpers::*;
 
-/// A client patient enough for a loaded machine: tests of timeouts set their own.
-fn client_of(app: &TestApp) -> Client {
-    Client::builder(&app.address, VEND_TOKEN)
-        .wait_timeout(Duration::from_secs(30))
-        .build()
-        .expect("client built")
-}
-
 /// Values taken with `next` until it fails, and the failure.
 async fn drain(sequence: &Sequence) -> (Vec<i64>, Error) {
     let mut values = Vec::new();
@@ -26,10 +18,6 @@ async fn drain(sequence: &Sequence) -> (Vec<i64>, Error) {
             Err(error) => return (values, error),
         }
     }
-}
-
-fn increasing(values: &[i64]) -> bool {
-    values.windows(2).all(|pair| pair[0] < pair[1])
 }
 
 /// The values of every block leased to clients, from the lease table.
@@ -50,7 +38,7 @@ async fn values_are_unique_and_increase_for_each_caller_across_many_concurrent_c
     let db = TestDb::shared().await;
     let app = spawn_app_on(&db, test_settings()).await;
     app.create_ok("orders", 1, 10_000_000).await;
-    let client = client_of(&app);
+    let client = app.client();
     let orders = client.sequence("orders");
 
     let mut callers = Vec::new();
@@ -117,7 +105,7 @@ async fn values_are_unique_and_increase_for_each_caller_across_many_concurrent_c
 async fn two_clients_of_one_sequence_never_share_a_value() {
     let app = spawn_app().await;
     app.create_ok("shared", 1, 1_000_000).await;
-    let (one, two) = (client_of(&app), client_of(&app));
+    let (one, two) = (app.client(), app.client());
     let mut all = one.next_n("shared", 3000).await.unwrap();
     all.extend(two.next_n("shared", 3000).await.unwrap());
     all.extend(one.next_n("shared", 3000).await.unwrap());
@@ -128,7 +116,7 @@ async fn two_clients_of_one_sequence_never_share_a_value() {
 async fn a_clipped_lease_is_served_to_the_last_value_and_then_the_sequence_is_exhausted() {
     let app = spawn_app().await;
     app.create_ok("short", 1, 2500).await;
-    let client = client_of(&app);
+    let client = app.client();
     let short = client.sequence("short");
     let (values, error) = drain(&short).await;
     assert_eq!(values, (1..=2500).collect::<Vec<i64>>());
@@ -145,7 +133,7 @@ async fn a_clipped_lease_is_served_to_the_last_value_and_then_the_sequence_is_ex
 #[tokio::test(flavor = "multi_thread")]
 async fn an_unknown_sequence_is_not_found_and_asked_for_once_within_the_quiet_period() {
     let app = spawn_app().await;
-    let client = client_of(&app);
+    let client = app.client();
     assert_eq!(
         client.next("nowhere").await,
         Err(Error::NotFound("nowhere".into()))
@@ -174,7 +162,7 @@ async fn a_retired_sequence_answers_retired_once_its_cached_values_are_gone() {
     let app = spawn_app().await;
     app.create_ok("gone", 1, 1_000_000).await;
     app.create_ok("kept", 1, 1_000_000).await;
-    let client = client_of(&app);
+    let client = app.client();
     let kept = client.sequence("kept");
     let first = kept.next().await.unwrap();
 
@@ -251,7 +239,7 @@ async fn no_value_is_handed_out_after_its_lease_expires() {
     settings.cache.client_lease = Duration::from_secs(2);
     let app = spawn_app_on(&db, settings).await;
     app.create_ok("short-lived", 1, 10_000_000).await;
-    let client = Arc::new(client_of(&app));
+    let client = Arc::new(app.client());
     let sequence = client.sequence("short-lived");
     assert_eq!(sequence.next().await.unwrap(), 1);
 

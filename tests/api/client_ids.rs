@@ -6,32 +6,9 @@ use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use seqvend::ids::Layout;
-use seqvend_client::{Client, Error, Snowflakes};
+use seqvend_client::{Error, Snowflakes};
 
 use crate::helpers::*;
-
-fn client_of(app: &TestApp) -> Client {
-    Client::builder(&app.address, VEND_TOKEN)
-        .build()
-        .expect("client built")
-}
-
-fn worker_of(id: i64) -> u32 {
-    Layout::DEFAULT.decompose(id).unwrap().worker_id
-}
-
-fn increasing(ids: &[i64]) -> bool {
-    ids.windows(2).all(|w| w[0] < w[1])
-}
-
-/// Short worker-id leases, so that the test sees them lapse and expire.
-fn short_leases(lease_ms: u64) -> seqvend::settings::Settings {
-    let mut settings = test_settings();
-    settings.ids.lease = Duration::from_millis(lease_ms);
-    settings.ids.renew_every = Duration::from_millis(lease_ms / 5);
-    settings
-}
 
 /// `per_thread` ids from each of `threads` threads sharing `snowflakes`, by `next` and
 /// `next_n` in turn, each thread's in the order issued.
@@ -68,7 +45,7 @@ async fn client_snowflake_ids_are_unique_and_increase_per_worker_id_across_clien
     let db = TestDb::shared().await;
     let first = spawn_app_on(&db, test_settings()).await;
     let second = spawn_app_on(&db, test_settings()).await;
-    let clients = [client_of(&first), client_of(&first), client_of(&second)];
+    let clients = [first.client(), first.client(), second.client()];
     let mut handles = Vec::new();
     for client in &clients {
         handles.push(client.snowflake().await.unwrap());
@@ -97,7 +74,7 @@ async fn a_client_cut_off_stops_by_its_own_clock_a_takeover_issues_above_it_and_
     let db = TestDb::shared().await;
     let lease = Duration::from_millis(2000);
     let first = spawn_app_on(&db, short_leases(lease.as_millis() as u64)).await;
-    let client = client_of(&first);
+    let client = first.client();
     let snowflakes = client.snowflake().await.unwrap();
     let worker = snowflakes.worker_id().unwrap();
     let mut before = snowflakes.next_n(5000).unwrap();
@@ -137,7 +114,7 @@ async fn a_client_cut_off_stops_by_its_own_clock_a_takeover_issues_above_it_and_
     })
     .await;
     let second = spawn_app_on(&db, short_leases(lease.as_millis() as u64)).await;
-    let other = client_of(&second);
+    let other = second.client();
     let takeover = other.snowflake().await.unwrap();
     assert_eq!(takeover.worker_id(), Some(worker), "the expired worker id");
     let after = takeover.next_n(5000).unwrap();

@@ -17,16 +17,8 @@ use tokio::task::JoinSet;
 
 use crate::helpers::*;
 
-fn vender(db: &TestDb, pool_size: usize, vend: VendSettings) -> Vender {
-    vender_with_metrics(db, pool_size, vend, Arc::new(Metrics::new()))
-}
-
-fn vender_with_metrics(
-    db: &TestDb,
-    pool_size: usize,
-    vend: VendSettings,
-    metrics: Arc<Metrics>,
-) -> Vender {
+/// A vender of its own on `db`: one lane per connection of its `pool_size`.
+fn vender(db: &TestDb, pool_size: usize, vend: VendSettings, metrics: Arc<Metrics>) -> Vender {
     let mut settings = test_settings().database;
     settings.vend_pool_size = pool_size;
     let pool = seqvend::db::vend_pool(&db.url, &settings).unwrap();
@@ -53,6 +45,7 @@ async fn requests_taken_first_get_the_earlier_values_across_rollover_and_exhaust
             batch_max_requests: 64,
             ..patient_vend_settings()
         },
+        Arc::new(Metrics::new()),
     );
 
     // 600 requests submitted in one known order, interleaving two sequences and batch sizes,
@@ -204,52 +197,95 @@ async fn release(blocker: &tokio_postgres::Client) {
         .unwrap();
 }
 
-/// Keeps `vender`'s lane busy (it has one) with a request for "gate", the sequence of range 1,
-/// until `release`: requests submitted meanwhile queue and then share the next statement.
-async fn hold_the_lane(db: &TestDb, vender: &Vender) -> (tokio_postgres::Client, Pending) {
-    let blocker = block_range(db).await;
-    let gate = vender.submit(name("gate"), 1).unwrap();
-    wait_until_a_vend_waits_on_the_lock(db).await;
-    (blocker, gate)
+/// "gate": created first, so its range is range 1, the one `block_range` holds.
+const GATE: (&str, i64, i64) = ("gate", 1, 1000);
+
+/// A fresh database with `sequences` created in order, the instance that created them, and a
+/// vender of its own (`lanes` lanes, `vend` settings) whose metrics the test reads.
+struct Bench {
+    db: TestDb,
+    _app: TestApp,
+    vender: Vender,
+    metrics: Arc<Metrics>,
+}
+
+impl Bench {
+    async fn start(sequences: &[(&str, i64, i64)], lanes: usize, vend: VendSettings) -> Self {
+        let db = TestDb::shared().await;
+        let app = spawn_app_on(&db, test_settings()).await;
+        for (sequence, min, max) in sequences {
+            app.create_ok(sequence, *min, *max).await;
+        }
+        let metrics = Arc::new(Metrics::new());
+        let vender = vender(&db, lanes, vend, metrics.clone());
+        Self {
+            db,
+            _app: app,
+            vender,
+            metrics,
+        }
+    }
+
+    fn submit(&self, sequence: &str, count: u32) -> Pending {
+        self.vender.submit(name(sequence), count).unwrap()
+    }
+
+    /// Keeps the lane of `sequence` (whose range is range 1) busy with a request for one of
+    /// its values until `release`: requests submitted meanwhile to that lane queue, and then
+    /// share the next statement.
+    async fn hold_the_lane(&self, sequence: &str) -> (tokio_postgres::Client, Pending) {
+        let blocker = block_range(&self.db).await;
+        let held = self.submit(sequence, 1);
+        wait_until_a_vend_waits_on_the_lock(&self.db).await;
+        (blocker, held)
+    }
+
+    /// Submits `requests` (a sequence, a count) while the gate's statement holds the one lane,
+    /// then lets it go: the gate's one value, then each request's outcome in order.
+    async fn queue_behind_the_gate(&self, requests: &[(&str, u32)]) -> Vec<Outcome> {
+        let (blocker, gate) = self.hold_the_lane(GATE.0).await;
+        let queued: Vec<_> = requests
+            .iter()
+            .map(|(sequence, count)| self.submit(sequence, *count))
+            .collect();
+        release(&blocker).await;
+        assert_eq!(gate.wait().await.unwrap(), Outcome::Values(vec![1]));
+        let mut outcomes = Vec::new();
+        for pending in queued {
+            outcomes.push(pending.wait().await.unwrap());
+        }
+        outcomes
+    }
+
+    /// How many vend statements ran.
+    fn statements(&self) -> u64 {
+        self.metrics.vend_batch_requests.get_sample_count()
+    }
+
+    /// How many requests the vend statements served, all told.
+    fn requests_in_statements(&self) -> f64 {
+        self.metrics.vend_batch_requests.get_sample_sum()
+    }
 }
 
 async fn wait_until_a_vend_waits_on_the_lock(db: &TestDb) {
     let observer = db.connect().await;
-    eventually(Duration::from_secs(10), "a vend statement waits on the range lock", || {
-        let observer = &observer;
-        async move {
-            let row = observer
-                .query_one("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event = 'advisory' AND query LIKE '%seqvend.vend%'", &[])
-                .await
-                .unwrap();
-            row.get::<_, i64>(0) > 0
-        }
-    })
-    .await;
+    until_blocked(&observer, 1, Blocked::On("advisory"), "%seqvend.vend%").await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_full_queue_answers_503_at_once_and_the_queued_requests_still_complete() {
-    let db = TestDb::shared().await;
-    let app = spawn_app_on(&db, test_settings()).await;
-    app.create_ok("q", 1, 1000).await;
-    let vender = vender(
-        &db,
-        1,
-        VendSettings {
-            queue_bound: 4,
-            deadline: Duration::from_secs(30),
-            ..Default::default()
-        },
-    );
-    let blocker = block_range(&db).await;
-    let in_flight = vender.submit(name("q"), 1).unwrap();
-    wait_until_a_vend_waits_on_the_lock(&db).await;
-    let queued: Vec<_> = (0..4)
-        .map(|_| vender.submit(name("q"), 1).unwrap())
-        .collect();
+    let vend = VendSettings {
+        queue_bound: 4,
+        deadline: Duration::from_secs(30),
+        ..Default::default()
+    };
+    let bench = Bench::start(&[("q", 1, 1000)], 1, vend).await;
+    let (blocker, in_flight) = bench.hold_the_lane("q").await;
+    let queued: Vec<_> = (0..4).map(|_| bench.submit("q", 1)).collect();
     let started = Instant::now();
-    let refused = vender
+    let refused = bench
+        .vender
         .submit(name("q"), 1)
         .err()
         .expect("the fifth queued request is refused");
@@ -327,27 +363,23 @@ async fn a_statement_past_its_deadline_gives_up_its_connection_and_the_lane_serv
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_caller_that_goes_away_leaves_the_queue() {
-    let db = TestDb::shared().await;
-    let app = spawn_app_on(&db, test_settings()).await;
-    app.create_ok("gone", 1, 1000).await;
-    let metrics = Arc::new(Metrics::new());
-    let vender = vender_with_metrics(&db, 1, patient_vend_settings(), metrics.clone());
-    let pending = vender.submit(name("gone"), 1).unwrap();
-    assert_eq!(metrics.vend_queue_depth.get(), 1);
+    let bench = Bench::start(&[("gone", 1, 1000)], 1, patient_vend_settings()).await;
+    let queue_depth = || bench.metrics.vend_queue_depth.get();
+    let pending = bench.submit("gone", 1);
+    assert_eq!(queue_depth(), 1);
     drop(pending); // as a dropped HTTP request does
-    assert_eq!(metrics.vend_queue_depth.get(), 0);
-    vender.vend(name("gone"), 1).await.unwrap();
-    assert_eq!(metrics.vend_queue_depth.get(), 0);
+    assert_eq!(queue_depth(), 0);
+    bench.vender.vend(name("gone"), 1).await.unwrap();
+    assert_eq!(queue_depth(), 0);
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_sequence_that_fails_in_a_shared_statement_fails_alone() {
-    let db = TestDb::shared().await;
-    let app = spawn_app_on(&db, test_settings()).await;
-    app.create_ok("gate", 1, 1000).await; // range 1: the one `block_range` holds
-    app.create_ok("broken", 2000, 3000).await;
-    app.create_ok("fine", 5000, 6000).await;
-    db.connect()
+    let sequences = [GATE, ("broken", 2000, 3000), ("fine", 5000, 6000)];
+    let bench = Bench::start(&sequences, 1, patient_vend_settings()).await;
+    bench
+        .db
+        .connect()
         .await
         .batch_execute(
             "DROP SEQUENCE seqvend_ranges.r2; \
@@ -355,55 +387,42 @@ async fn a_sequence_that_fails_in_a_shared_statement_fails_alone() {
         )
         .await
         .unwrap();
-    let metrics = Arc::new(Metrics::new());
-    let vender = vender_with_metrics(&db, 1, patient_vend_settings(), metrics.clone());
 
     // One lane: while the gate's statement waits, the others queue and then share one.
-    let (blocker, gate) = hold_the_lane(&db, &vender).await;
-    let broken = vender.submit(name("broken"), 2).unwrap();
-    let fine = vender.submit(name("fine"), 2).unwrap();
-    let fine_again = vender.submit(name("fine"), 1).unwrap();
-    release(&blocker).await;
-
-    assert_eq!(gate.wait().await.unwrap(), Outcome::Values(vec![1]));
-    match broken.wait().await.unwrap() {
+    let outcomes = bench
+        .queue_behind_the_gate(&[("broken", 2), ("fine", 2), ("fine", 1)])
+        .await;
+    match &outcomes[0] {
         Outcome::Failed(reason) => assert!(reason.contains("missing"), "{reason}"),
         other => panic!("{other:?}"),
     }
     assert_eq!(
-        fine.wait().await.unwrap(),
-        Outcome::Values(vec![5005, 5006])
+        outcomes[1..],
+        [
+            Outcome::Values(vec![5005, 5006]),
+            Outcome::Values(vec![5007])
+        ]
     );
     assert_eq!(
-        fine_again.wait().await.unwrap(),
-        Outcome::Values(vec![5007])
-    );
-    assert_eq!(
-        metrics.vend_batch_requests.get_sample_count(),
+        bench.statements(),
         2,
         "the gate's statement, then one for the three others"
     );
-    assert_eq!(metrics.vend_batch_requests.get_sample_sum(), 4.0);
+    assert_eq!(bench.requests_in_statements(), 4.0);
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn without_coalescing_each_request_is_its_own_statement_and_the_queue_is_bounded() {
-    let db = TestDb::shared().await;
-    let app = spawn_app_on(&db, test_settings()).await;
-    app.create_ok("gate", 1, 1000).await; // range 1: the one `block_range` holds
-    app.create_ok("direct", 100, 1000).await;
-    let metrics = Arc::new(Metrics::new());
-    let settings = VendSettings {
+    let vend = VendSettings {
         coalesce: false,
         queue_bound: 2,
         ..patient_vend_settings()
     };
-    let vender = vender_with_metrics(&db, 2, settings, metrics.clone());
-    let blocker = block_range(&db).await;
-    let held = vender.submit(name("gate"), 1).unwrap();
-    wait_until_a_vend_waits_on_the_lock(&db).await;
-    let second = vender.submit(name("direct"), 2).unwrap();
-    let refused = vender
+    let bench = Bench::start(&[GATE, ("direct", 100, 1000)], 2, vend).await;
+    let (blocker, held) = bench.hold_the_lane(GATE.0).await;
+    let second = bench.submit("direct", 2);
+    let refused = bench
+        .vender
         .submit(name("direct"), 1)
         .err()
         .expect("the queue is full");
@@ -415,45 +434,37 @@ async fn without_coalescing_each_request_is_its_own_statement_and_the_queue_is_b
     release(&blocker).await;
     assert_eq!(held.wait().await.unwrap(), Outcome::Values(vec![1]));
     assert_eq!(
-        vender.vend(name("direct"), 1).await.unwrap(),
+        bench.vender.vend(name("direct"), 1).await.unwrap(),
         Outcome::Values(vec![102])
     );
     assert_eq!(
-        metrics.vend_batch_requests.get_sample_sum(),
-        metrics.vend_batch_requests.get_sample_count() as f64,
+        bench.requests_in_statements(),
+        bench.statements() as f64,
         "one request per statement"
     );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_request_that_would_overfill_a_statement_waits_for_the_next_one() {
-    let db = TestDb::shared().await;
-    let app = spawn_app_on(&db, test_settings()).await;
-    app.create_ok("gate", 1, 1000).await; // range 1: the one `block_range` holds
-    app.create_ok("big", 100, 1000).await;
-    let metrics = Arc::new(Metrics::new());
-    let settings = VendSettings {
+    let vend = VendSettings {
         batch_max_values: 5,
         ..patient_vend_settings()
     };
-    let vender = vender_with_metrics(&db, 1, settings, metrics.clone());
-    let (blocker, gate) = hold_the_lane(&db, &vender).await;
-    let first = vender.submit(name("big"), 3).unwrap();
-    let carried = vender.submit(name("big"), 3).unwrap(); // 6 > 5: the next statement
-    let last = vender.submit(name("big"), 1).unwrap();
-    release(&blocker).await;
-    assert_eq!(gate.wait().await.unwrap(), Outcome::Values(vec![1]));
+    let bench = Bench::start(&[GATE, ("big", 100, 1000)], 1, vend).await;
+    // 3 + 3 > 5: the second request waits for the next statement.
+    let outcomes = bench
+        .queue_behind_the_gate(&[("big", 3), ("big", 3), ("big", 1)])
+        .await;
     assert_eq!(
-        first.wait().await.unwrap(),
-        Outcome::Values(vec![100, 101, 102])
+        outcomes,
+        [
+            Outcome::Values(vec![100, 101, 102]),
+            Outcome::Values(vec![103, 104, 105]),
+            Outcome::Values(vec![106]),
+        ]
     );
     assert_eq!(
-        carried.wait().await.unwrap(),
-        Outcome::Values(vec![103, 104, 105])
-    );
-    assert_eq!(last.wait().await.unwrap(), Outcome::Values(vec![106]));
-    assert_eq!(
-        metrics.vend_batch_requests.get_sample_count(),
+        bench.statements(),
         3,
         "the gate; the first request; the carried one with the last"
     );
@@ -461,14 +472,10 @@ async fn a_request_that_would_overfill_a_statement_waits_for_the_next_one() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn no_value_is_drawn_for_a_caller_that_went_away_before_its_statement() {
-    let db = TestDb::shared().await;
-    let app = spawn_app_on(&db, test_settings()).await;
-    app.create_ok("gate", 1, 1000).await; // range 1: the one `block_range` holds
-    app.create_ok("kept", 100, 1000).await;
-    let vender = vender(&db, 1, patient_vend_settings());
-    let (blocker, gate) = hold_the_lane(&db, &vender).await;
-    let gone = vender.submit(name("kept"), 5).unwrap();
-    let stays = vender.submit(name("kept"), 1).unwrap();
+    let bench = Bench::start(&[GATE, ("kept", 100, 1000)], 1, patient_vend_settings()).await;
+    let (blocker, gate) = bench.hold_the_lane(GATE.0).await;
+    let gone = bench.submit("kept", 5);
+    let stays = bench.submit("kept", 1);
     drop(gone); // as a dropped HTTP request does
     release(&blocker).await;
     assert_eq!(gate.wait().await.unwrap(), Outcome::Values(vec![1]));
@@ -496,15 +503,7 @@ async fn the_servers_statement_timeout_cancels_a_stuck_vend() {
         .expect("answered once the server cancelled the statement");
     reply.assert_error(503, "unavailable");
     let observer = db.connect().await;
-    let waiting: i64 = observer
-        .query_one(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event = 'advisory' \
-             AND query LIKE '%seqvend.vend%'",
-            &[],
-        )
-        .await
-        .unwrap()
-        .get(0);
+    let waiting = sessions_blocked(&observer, Blocked::On("advisory"), "%seqvend.vend%").await;
     assert_eq!(waiting, 0, "the statement was cancelled, not left waiting");
     release(&blocker).await;
     assert_eq!(
@@ -516,59 +515,35 @@ async fn the_servers_statement_timeout_cancels_a_stuck_vend() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_statement_takes_at_most_batch_max_requests_and_the_rest_wait_for_the_next() {
-    let db = TestDb::shared().await;
-    let app = spawn_app_on(&db, test_settings()).await;
-    app.create_ok("gate", 1, 1000).await; // range 1: the one `block_range` holds
-    app.create_ok("many", 100, 1000).await;
-    let metrics = Arc::new(Metrics::new());
-    let settings = VendSettings {
+    let vend = VendSettings {
         batch_max_requests: 2,
         ..patient_vend_settings()
     };
-    let vender = vender_with_metrics(&db, 1, settings, metrics.clone());
-    let (blocker, gate) = hold_the_lane(&db, &vender).await;
-    let queued: Vec<_> = (0..3)
-        .map(|_| vender.submit(name("many"), 1).unwrap())
-        .collect();
-    release(&blocker).await;
-    assert_eq!(gate.wait().await.unwrap(), Outcome::Values(vec![1]));
-    let mut values = Vec::new();
-    for pending in queued {
-        values.push(pending.wait().await.unwrap());
-    }
-    assert_eq!(values, [100, 101, 102].map(|v| Outcome::Values(vec![v])));
-    assert_eq!(
-        metrics.vend_batch_requests.get_sample_count(),
-        3,
-        "the gate; two requests; the third"
-    );
-    assert_eq!(metrics.vend_batch_requests.get_sample_sum(), 4.0);
+    let bench = Bench::start(&[GATE, ("many", 100, 1000)], 1, vend).await;
+    let outcomes = bench.queue_behind_the_gate(&[("many", 1); 3]).await;
+    assert_eq!(outcomes, [100, 101, 102].map(|v| Outcome::Values(vec![v])));
+    assert_eq!(bench.statements(), 3, "the gate; two requests; the third");
+    assert_eq!(bench.requests_in_statements(), 4.0);
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn requests_that_exactly_fill_a_statement_share_it() {
-    let db = TestDb::shared().await;
-    let app = spawn_app_on(&db, test_settings()).await;
-    app.create_ok("gate", 1, 1000).await; // range 1: the one `block_range` holds
-    app.create_ok("big", 100, 1000).await;
-    let metrics = Arc::new(Metrics::new());
-    let settings = VendSettings {
+    let vend = VendSettings {
         batch_max_values: 5,
         ..patient_vend_settings()
     };
-    let vender = vender_with_metrics(&db, 1, settings, metrics.clone());
-    let (blocker, gate) = hold_the_lane(&db, &vender).await;
-    let three = vender.submit(name("big"), 3).unwrap();
-    let two = vender.submit(name("big"), 2).unwrap(); // 3 + 2 = 5: fits
-    release(&blocker).await;
-    assert_eq!(gate.wait().await.unwrap(), Outcome::Values(vec![1]));
+    let bench = Bench::start(&[GATE, ("big", 100, 1000)], 1, vend).await;
+    // 3 + 2 = 5: both fit in one statement.
+    let outcomes = bench.queue_behind_the_gate(&[("big", 3), ("big", 2)]).await;
     assert_eq!(
-        three.wait().await.unwrap(),
-        Outcome::Values(vec![100, 101, 102])
+        outcomes,
+        [
+            Outcome::Values(vec![100, 101, 102]),
+            Outcome::Values(vec![103, 104]),
+        ]
     );
-    assert_eq!(two.wait().await.unwrap(), Outcome::Values(vec![103, 104]));
     assert_eq!(
-        metrics.vend_batch_requests.get_sample_count(),
+        bench.statements(),
         2,
         "the gate; then both requests in one statement"
     );
@@ -578,22 +553,18 @@ async fn requests_that_exactly_fill_a_statement_share_it() {
 /// share its lane, never the others.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_waiting_statement_holds_up_only_its_own_lane() {
-    let db = TestDb::shared().await;
-    let app = spawn_app_on(&db, test_settings()).await;
-    app.create_ok("gate", 1, 1000).await; // range 1: the one `block_range` holds
     let others: Vec<String> = (0..8).map(|i| format!("other-{i}")).collect();
+    let mut sequences = vec![GATE];
     for (i, other) in (1..).zip(&others) {
-        app.create_ok(other, i * 1000, i * 1000 + 99).await;
+        sequences.push((other.as_str(), i * 1000, i * 1000 + 99));
     }
-    let vender = vender(&db, 4, patient_vend_settings());
-    let blocker = block_range(&db).await;
-    let gate = vender.submit(name("gate"), 1).unwrap();
-    wait_until_a_vend_waits_on_the_lock(&db).await;
+    let bench = Bench::start(&sequences, 4, patient_vend_settings()).await;
+    let (blocker, gate) = bench.hold_the_lane(GATE.0).await;
     // Eight sequences over four lanes: some share the gate's lane and wait with it, the
     // others are served meanwhile.
     let mut vends = JoinSet::new();
     for other in &others {
-        let (vender, other) = (vender.clone(), name(other));
+        let (vender, other) = (bench.vender.clone(), name(other));
         vends.spawn(async move { vender.vend(other, 1).await });
     }
     let first = tokio::time::timeout(Duration::from_secs(20), vends.join_next())

@@ -176,24 +176,18 @@ async fn delete_waits_for_a_draw_in_flight() {
         async move { app.next_batch("inflight", 3).await }
     });
     let observer = db.connect().await;
-    let waiting = |event: &'static str, query: &'static str| {
-        let observer = &observer;
-        move || session_waits(observer, event, query)
-    };
-    eventually(
-        Duration::from_secs(10),
-        "the vend waits for the sequence",
-        waiting("relation", "%seqvend.vend%"),
-    )
-    .await;
+    // The vend waits for the sequence.
+    until_blocked(&observer, 1, Blocked::On("relation"), "%seqvend.vend%").await;
     let retire = tokio::spawn({
         let app = app.clone();
         async move { app.retire("inflight").await }
     });
-    eventually(
-        Duration::from_secs(10),
-        "DELETE waits for the draw in flight",
-        waiting("advisory", "%pg_advisory_xact_lock%"),
+    // DELETE waits for the draw in flight.
+    until_blocked(
+        &observer,
+        1,
+        Blocked::On("advisory"),
+        "%pg_advisory_xact_lock%",
     )
     .await;
     assert!(!retire.is_finished());
@@ -230,25 +224,8 @@ async fn two_instances_meeting_at_a_range_end_roll_over_once() {
         })
         .collect();
     let observer = db.connect().await;
-    eventually(
-        Duration::from_secs(10),
-        "both instances wait at the end",
-        || {
-            let observer = &observer;
-            async move {
-                let row = observer
-                    .query_one(
-                        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event = 'advisory' \
-                     AND query LIKE '%seqvend.vend%'",
-                        &[],
-                    )
-                    .await
-                    .unwrap();
-                row.get::<_, i64>(0) == 2
-            }
-        },
-    )
-    .await;
+    // Both instances wait at the end.
+    until_blocked(&observer, 2, Blocked::On("advisory"), "%seqvend.vend%").await;
     blocker
         .batch_execute("SELECT pg_advisory_unlock_all()")
         .await

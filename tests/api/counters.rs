@@ -3,7 +3,6 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use std::time::Duration;
 
 use reqwest::{Method, StatusCode, Url};
 use serde_json::{json, Value};
@@ -549,14 +548,12 @@ async fn retiring_waits_for_a_draw_in_flight_and_no_draw_commits_after_it() {
         async move { app.draw("inflight", "k", Some(3)).await }
     });
     let observer = db.connect().await;
-    let waiting = |event: &'static str, query: &'static str| {
-        let observer = &observer;
-        move || session_waits(observer, event, query)
-    };
-    eventually(
-        Duration::from_secs(10),
-        "the draw waits for the counter's row",
-        waiting("transactionid", "%draw_counters%"),
+    // The draw waits for the counter's row.
+    until_blocked(
+        &observer,
+        1,
+        Blocked::On("transactionid"),
+        "%draw_counters%",
     )
     .await;
     let retire = tokio::spawn({
@@ -571,10 +568,12 @@ async fn retiring_waits_for_a_draw_in_flight_and_no_draw_commits_after_it() {
             .await
         }
     });
-    eventually(
-        Duration::from_secs(10),
-        "DELETE waits for the draw in flight",
-        waiting("advisory", "%pg_advisory_xact_lock%"),
+    // DELETE waits for the draw in flight.
+    until_blocked(
+        &observer,
+        1,
+        Blocked::On("advisory"),
+        "%pg_advisory_xact_lock%",
     )
     .await;
     assert!(!retire.is_finished());

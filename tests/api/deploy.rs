@@ -12,12 +12,11 @@ use reqwest::{Method, StatusCode};
 use serde_json::{json, Value as Json};
 use serde_yaml::Value;
 
+use crate::common::process::BINARY;
 use crate::helpers::{
-    eventually, scratch_dir, spawn_app_on, test_settings, TestDb, ADMIN_TOKEN, VEND_TOKEN,
+    eventually, scratch_dir, spawn_app_on, stderr, test_settings, TestDb, ADMIN_TOKEN, VEND_TOKEN,
 };
 use crate::serve::Served;
-
-const BINARY: &str = env!("CARGO_BIN_EXE_seqvend");
 
 fn yaml(path: &str) -> Value {
     let text = std::fs::read_to_string(format!("{}/{path}", env!("CARGO_MANIFEST_DIR"))).unwrap();
@@ -144,10 +143,6 @@ fn healthcheck(url: Option<&str>, listen: Option<&str>) -> Output {
         command.env("SEQVEND_LISTEN", listen);
     }
     command.output().unwrap()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -27,7 +27,7 @@ async fn next_after_restart(app: &TestApp, name: &str) -> i64 {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn values_vended_before_an_immediate_shutdown_are_never_vended_again() {
-    let pg = OwnCluster::start("crash").await;
+    let pg = Pg::start("crash", &[]).await;
     let db = TestDb::create(&pg.cluster).await;
     let app = spawn_app_on(&db, test_settings()).await;
     app.create_ok("crash", 1, 40).await;
@@ -62,7 +62,7 @@ async fn values_vended_before_an_immediate_shutdown_are_never_vended_again() {
             reply.assert_error(409, "sequence_exhausted");
         }
         pg.stop(Shutdown::Immediate).await;
-        pg.restart().await;
+        pg.start_again().await;
         if round < 4 {
             seen.push(next_after_restart(&app, "crash").await);
         }
@@ -129,7 +129,7 @@ async fn waiting_for_the_standby(observer: &tokio_postgres::Client) -> Option<i3
 /// standby a failover promotes, so seqvend must not hand them out.
 #[tokio::test(flavor = "multi_thread")]
 async fn values_whose_commit_the_synchronous_standby_did_not_confirm_are_withheld() {
-    let pg = OwnCluster::start("syncrep").await;
+    let pg = Pg::start("syncrep", &[]).await;
     let db = TestDb::create(&pg.cluster).await;
     let mut settings = test_settings();
     // Long enough that only the cancelled wait can end the request early.

@@ -79,7 +79,7 @@ async fn a_sequence_s_life_reads_back_in_order_with_kinds_ranges_and_actors() {
     .map(|(kind, range, actor)| (kind.to_owned(), range, actor.to_owned()));
     assert_eq!(summary(&page.body), expected, "{}", page.body);
     let ids = ids(&page.body);
-    assert!(ids.windows(2).all(|w| w[0] < w[1]), "ids increase: {ids:?}");
+    assert!(increasing(&ids), "ids increase: {ids:?}");
     let first = &page.body["events"][0];
     assert!(
         first["at"].as_str().is_some_and(|at| at.contains('T')),

@@ -1,15 +1,16 @@
-//! The test harness: real PostgreSQL clusters started here, a fresh database per test,
-//! seqvend applications served over real TCP, and typed request helpers.
+//! The API tests' harness: the PostgreSQL cluster they share, a fresh database per test,
+//! seqvend applications served in-process over real TCP, and typed request helpers. What every
+//! test binary shares (clusters of a test's own, processes, waits) comes from `tests/common`.
 //! Set TEST_LOG=1 to see seqvend's logs.
 
 use std::collections::HashSet;
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::sync::OnceLock;
+use std::time::Duration;
 
 use reqwest::{Method, StatusCode};
 use seqvend::ids::Clock;
-use seqvend::local_pg::{LocalCluster, Shutdown};
+use seqvend::local_pg::LocalCluster;
 use seqvend::settings::BootstrapTokens as Tokens;
 use seqvend::settings::{
     CacheSettings, DatabaseSettings, IdSettings, Settings, VendSettings, WatchSettings,
@@ -17,10 +18,14 @@ use seqvend::settings::{
 use seqvend::startup::Application;
 use serde_json::{json, Value};
 
-pub use crate::scratch::scratch_dir;
-
-pub const ADMIN_TOKEN: &str = "test-admin-token";
-pub const VEND_TOKEN: &str = "test-vend-token";
+pub use crate::common::carrier_vectors::vectors;
+pub use crate::common::cluster::Pg;
+pub use crate::common::scratch::scratch_dir;
+pub use crate::common::values::{increasing, stderr, worker_of};
+pub use crate::common::wait::{
+    eventually, eventually_some, sessions_blocked, until_blocked, Blocked,
+};
+pub use crate::common::{ADMIN_TOKEN, VEND_TOKEN};
 
 /// The cluster most tests share; each test gets its own database in it.
 fn shared_cluster() -> &'static LocalCluster {
@@ -70,6 +75,14 @@ pub fn test_settings() -> Settings {
     }
 }
 
+/// Test settings with short worker-id leases, so that tests see them lapse and expire.
+pub fn short_leases(lease_ms: u64) -> Settings {
+    let mut settings = test_settings();
+    settings.ids.lease = Duration::from_millis(lease_ms);
+    settings.ids.renew_every = Duration::from_millis(lease_ms / 5);
+    settings
+}
+
 /// Vend settings for tests: the defaults, with a deadline no loaded machine reaches.
 pub fn patient_vend_settings() -> VendSettings {
     VendSettings {
@@ -117,44 +130,8 @@ impl TestDb {
 
     /// A plain connection for looking behind seqvend's back.
     pub async fn connect(&self) -> tokio_postgres::Client {
-        let (client, connection) = tokio_postgres::connect(&self.url, tokio_postgres::NoTls)
-            .await
-            .expect("connected");
-        tokio::spawn(connection);
-        client
+        crate::common::cluster::connect(&self.url).await
     }
-}
-
-/// Whether a session of this database waits on `wait_event` while running a statement like
-/// `query` (an SQL LIKE pattern): how a test knows a statement is blocked where it meant.
-pub async fn session_waits(
-    observer: &tokio_postgres::Client,
-    wait_event: &str,
-    query: &str,
-) -> bool {
-    let row = observer
-        .query_one(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
-             AND wait_event = $1 AND query LIKE $2",
-            &[&wait_event, &query],
-        )
-        .await
-        .unwrap();
-    row.get::<_, i64>(0) > 0
-}
-
-/// How many sessions of this database wait on a lock (of any kind: a row, a transaction, a
-/// relation, an advisory lock) while running a statement like `query` (an SQL LIKE pattern).
-pub async fn sessions_waiting_on_a_lock(observer: &tokio_postgres::Client, query: &str) -> i64 {
-    observer
-        .query_one(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
-             AND wait_event_type = 'Lock' AND query LIKE $1",
-            &[&query],
-        )
-        .await
-        .unwrap()
-        .get(0)
 }
 
 /// One running seqvend instance.
@@ -425,6 +402,15 @@ impl TestApp {
             .unwrap()
     }
 
+    /// A seqvend-client of this instance, patient enough for a loaded machine: tests of
+    /// timeouts build their own.
+    pub fn client(&self) -> seqvend_client::Client {
+        seqvend_client::Client::builder(&self.address, VEND_TOKEN)
+            .wait_timeout(Duration::from_secs(30))
+            .build()
+            .expect("client built")
+    }
+
     /// The single value of a successful `next`.
     pub async fn next_value(&self, name: &str) -> i64 {
         let reply = self.next(name).await;
@@ -465,71 +451,3 @@ pub fn assert_unique(values: &[i64]) -> HashSet<i64> {
     );
     set
 }
-
-/// Waits for `check` to hold, polling, for at most `patience`.
-pub async fn eventually<F, Fut>(patience: Duration, what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    eventually_some(patience, what, || {
-        let holds = check();
-        async move { holds.await.then_some(()) }
-    })
-    .await
-}
-
-/// Polls `attempt` until it gives a value, for at most `patience`.
-pub async fn eventually_some<T, F, Fut>(patience: Duration, what: &str, mut attempt: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = Instant::now() + patience;
-    loop {
-        if let Some(value) = attempt().await {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "gave up waiting: {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-/// A cluster of the test's own, for tests that stop or crash PostgreSQL.
-pub struct OwnCluster {
-    pub cluster: Arc<LocalCluster>,
-}
-
-impl OwnCluster {
-    pub async fn start(label: &str) -> Self {
-        let dir = scratch_dir(label);
-        let cluster = tokio::task::spawn_blocking(move || {
-            let cluster = LocalCluster::open(&dir, &[]).expect("cluster prepared");
-            cluster.start().expect("cluster started");
-            cluster
-        })
-        .await
-        .unwrap();
-        Self {
-            cluster: Arc::new(cluster),
-        }
-    }
-
-    pub async fn stop(&self, mode: Shutdown) {
-        let cluster = self.cluster.clone();
-        tokio::task::spawn_blocking(move || cluster.stop(mode))
-            .await
-            .unwrap()
-            .expect("stopped");
-    }
-
-    pub async fn restart(&self) {
-        let cluster = self.cluster.clone();
-        tokio::task::spawn_blocking(move || cluster.start())
-            .await
-            .unwrap()
-            .expect("restarted");
-    }
-}
-
-pub use crate::carrier_vectors::vectors;

@@ -110,23 +110,8 @@ async fn a_vend_its_client_gave_up_on_is_replayed_by_the_other_instance() {
         .await;
     assert!(gave_up.unwrap_err().is_timeout());
     let observer = db.connect().await;
-    eventually(
-        Duration::from_secs(10),
-        "the vend waits on the range",
-        || async {
-            let waiting: i64 = observer
-                .query_one(
-                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
-                 AND wait_event = 'advisory' AND query LIKE '%vend_keyed%'",
-                    &[],
-                )
-                .await
-                .unwrap()
-                .get(0);
-            waiting > 0
-        },
-    )
-    .await;
+    // The vend waits on the range.
+    until_blocked(&observer, 1, Blocked::On("advisory"), "%vend_keyed%").await;
     blocker
         .batch_execute("SELECT pg_advisory_unlock_all()")
         .await
@@ -179,23 +164,8 @@ async fn a_repeat_while_the_first_is_served_here_is_409_at_once() {
         Reply::from(response).await
     });
     let observer = db.connect().await;
-    eventually(
-        Duration::from_secs(10),
-        "the first waits on the range",
-        || async {
-            let waiting: i64 = observer
-                .query_one(
-                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
-                 AND wait_event = 'advisory' AND query LIKE '%vend_keyed%'",
-                    &[],
-                )
-                .await
-                .unwrap()
-                .get(0);
-            waiting > 0
-        },
-    )
-    .await;
+    // The first waits on the range.
+    until_blocked(&observer, 1, Blocked::On("advisory"), "%vend_keyed%").await;
     keyed_next(&app, "held", 2, "busy")
         .await
         .0

@@ -45,23 +45,8 @@ fn snowflakes_of(reply: &Reply) -> Vec<i64> {
     ids
 }
 
-fn worker_of(id: i64) -> u32 {
-    Layout::DEFAULT.decompose(id).unwrap().worker_id
-}
-
 fn assert_increasing(ids: &[i64]) {
-    assert!(
-        ids.windows(2).all(|w| w[0] < w[1]),
-        "ids not strictly increasing"
-    );
-}
-
-/// Short leases, so that tests see them expire.
-fn short_leases(lease_ms: u64) -> seqvend::settings::Settings {
-    let mut settings = test_settings();
-    settings.ids.lease = Duration::from_millis(lease_ms);
-    settings.ids.renew_every = Duration::from_millis(lease_ms / 5);
-    settings
+    assert!(increasing(ids), "ids not strictly increasing");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -218,7 +203,7 @@ async fn a_gracefully_stopped_instance_hands_its_worker_id_back_for_the_next_to_
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_instance_whose_lease_lapses_stops_issuing_and_resumes_after_a_renewal() {
-    let pg = OwnCluster::start("lease-fencing").await;
+    let pg = Pg::start("lease-fencing", &[]).await;
     let db = TestDb::create(&pg.cluster).await;
     let lease = Duration::from_millis(1500);
     let app = spawn_app_on(&db, short_leases(lease.as_millis() as u64)).await;
@@ -246,7 +231,7 @@ async fn an_instance_whose_lease_lapses_stops_issuing_and_resumes_after_a_renewa
         "issued {:?} after the last renewal could have been sent",
         stopped.elapsed()
     );
-    pg.restart().await;
+    pg.start_again().await;
     let after = eventually_some(Duration::from_secs(15), "issuing resumes", || async {
         let reply = app.snowflake(10).await;
         (reply.status == StatusCode::OK).then(|| snowflakes_of(&reply))
@@ -323,7 +308,7 @@ async fn uuidv7s_increase_within_an_instance_even_when_its_clock_steps_back() {
     }
     let uuids: Vec<uuid::Uuid> = all.iter().map(|s| s.parse().unwrap()).collect();
     assert!(uuids.iter().all(|u| u.get_version_num() == 7));
-    assert!(uuids.windows(2).all(|w| w[0] < w[1]), "not increasing");
+    assert!(increasing(&uuids), "not increasing");
     assert_eq!(uuids.iter().collect::<HashSet<_>>().len(), 15_000);
 }
 

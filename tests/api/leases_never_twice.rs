@@ -143,11 +143,6 @@ async fn lease_and_worker_id_writes_commit_synchronously_whatever_the_session_sa
     );
 }
 
-/// Whether a session of this database running a statement like `query` waits on a lock.
-async fn waits_on_a_lock(observer: &tokio_postgres::Client, query: &str) -> bool {
-    sessions_waiting_on_a_lock(observer, query).await > 0
-}
-
 /// Waits until `task` has finished or a session runs a statement like `query` blocked on a
 /// lock; says which.
 async fn finished_or_blocked<T>(
@@ -158,7 +153,7 @@ async fn finished_or_blocked<T>(
     eventually_some(Duration::from_secs(20), query, || async {
         if task.is_finished() {
             Some(Finished::Done)
-        } else if waits_on_a_lock(observer, query).await {
+        } else if sessions_blocked(observer, Blocked::OnALock, query).await > 0 {
             Some(Finished::Blocked)
         } else {
             None
@@ -231,12 +226,8 @@ async fn a_retirement_committed_while_a_renewal_is_in_flight_is_never_renewed_pa
         .await
         .unwrap();
     let renewal = spawn_renewal(&pool);
-    eventually(
-        Duration::from_secs(20),
-        "the renewal waits for the lease row",
-        || waits_on_a_lock(&observer, "%UPDATE seqvend.leases%"),
-    )
-    .await;
+    // The renewal waits for the lease row.
+    until_blocked(&observer, 1, Blocked::OnALock, "%UPDATE seqvend.leases%").await;
     let retirement = spawn_retirement(&pool, "retiring");
     let retirement_state = finished_or_blocked(
         &observer,
@@ -268,10 +259,12 @@ async fn a_renewal_waiting_on_a_retirement_renews_nothing_of_the_retired_sequenc
         .await
         .unwrap();
     let retirement = spawn_retirement(&pool, "retired-first");
-    eventually(
-        Duration::from_secs(20),
-        "the retirement waits for the event log",
-        || waits_on_a_lock(&observer, "%INSERT INTO seqvend.events%"),
+    // The retirement waits for the event log.
+    until_blocked(
+        &observer,
+        1,
+        Blocked::OnALock,
+        "%INSERT INTO seqvend.events%",
     )
     .await;
     let renewal = spawn_renewal(&pool);

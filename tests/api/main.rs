@@ -3,12 +3,12 @@
 mod api_reference;
 mod by_hand;
 mod caching;
-#[path = "../common/carrier_vectors.rs"]
-mod carrier_vectors;
 mod cli;
 mod client;
 mod client_ids;
 mod coalescing;
+#[path = "../common/mod.rs"]
+mod common;
 mod concurrency;
 mod counters;
 mod deploy;
@@ -27,8 +27,6 @@ mod observability;
 mod outage;
 mod restore;
 mod running_out;
-#[path = "../common/scratch.rs"]
-mod scratch;
 mod sequences;
 mod serve;
 mod tenancy;

@@ -319,19 +319,15 @@ async fn maxvalue_narrowed_while_a_vend_waits_is_served_from_the_next_range() {
         let app = app.clone();
         tokio::spawn(async move { app.next_batch("narrowed", 5).await })
     };
-    eventually(
-        Duration::from_secs(10),
-        "the vend waits for the sequence",
-        || session_waits(&observer, "relation", "%seqvend.vend%"),
-    )
-    .await;
+    // The vend waits for the sequence.
+    until_blocked(&observer, 1, Blocked::On("relation"), "%seqvend.vend%").await;
     dba.batch_execute("COMMIT").await.unwrap();
 
     let reply = vend.await.unwrap();
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
     let values = values_of(&reply);
     assert_eq!(values.len(), 5, "{values:?}");
-    assert!(values.windows(2).all(|w| w[0] < w[1]), "{values:?}");
+    assert!(increasing(&values), "{values:?}");
     assert!(
         values
             .iter()
@@ -384,10 +380,12 @@ async fn counter_draws_meeting_in_opposite_orders_never_deadlock() {
         })
     };
     let observer = db.connect().await;
-    eventually(
-        Duration::from_secs(10),
-        "the first batch waits on `n`",
-        || session_waits(&observer, "transactionid", "%draw_counters%"),
+    // The first batch waits on `n`.
+    until_blocked(
+        &observer,
+        1,
+        Blocked::On("transactionid"),
+        "%draw_counters%",
     )
     .await;
     let second = {
@@ -397,10 +395,8 @@ async fn counter_draws_meeting_in_opposite_orders_never_deadlock() {
             client.query(draw, &[&asks.0, &asks.1, &asks.2]).await
         })
     };
-    eventually(Duration::from_secs(10), "both batches wait", || async {
-        sessions_waiting_on_a_lock(&observer, "%draw_counters%").await == 2
-    })
-    .await;
+    // Both batches wait.
+    until_blocked(&observer, 2, Blocked::OnALock, "%draw_counters%").await;
     other.batch_execute("ROLLBACK").await.unwrap();
     let (first, second) = (first.await.unwrap(), second.await.unwrap());
     assert!(first.is_ok() && second.is_ok(), "{first:?} / {second:?}");

@@ -10,7 +10,7 @@ use crate::helpers::*;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn with_postgresql_down_requests_are_503_within_a_second_and_service_recovers() {
-    let pg = OwnCluster::start("outage").await;
+    let pg = Pg::start("outage", &[]).await;
     let db = TestDb::create(&pg.cluster).await;
     let app = spawn_app_on(&db, test_settings()).await;
     app.create_ok("o", 1, 1000).await;
@@ -42,7 +42,7 @@ async fn with_postgresql_down_requests_are_503_within_a_second_and_service_recov
         StatusCode::OK
     );
 
-    pg.restart().await;
+    pg.start_again().await;
     let back = Instant::now();
     eventually(Duration::from_secs(5), "vending resumes", || async {
         app.next("o").await.status == StatusCode::OK

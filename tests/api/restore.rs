@@ -27,7 +27,7 @@ fn run_client(cluster: &LocalCluster, program: &str, args: &[&str]) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn after_pg_dump_and_pg_restore_into_a_new_cluster_seqvend_continues_where_it_stood() {
-    let source = OwnCluster::start("dump-source").await;
+    let source = Pg::start("dump-source", &[]).await;
     let source_db = TestDb::create(&source.cluster).await;
     let app = spawn_app_on(&source_db, test_settings()).await;
     app.create_ok("moved", 1, 100).await;
@@ -42,7 +42,7 @@ async fn after_pg_dump_and_pg_restore_into_a_new_cluster_seqvend_continues_where
     );
     drop(app);
 
-    let target = OwnCluster::start("dump-target").await;
+    let target = Pg::start("dump-target", &[]).await;
     let target_db = TestDb::create(&target.cluster).await;
     // Objects made first take the oids the source's sequences had.
     target_db

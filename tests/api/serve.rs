@@ -7,9 +7,8 @@ use std::time::Duration;
 
 use reqwest::StatusCode;
 
+use crate::common::process::{free_port, wait_ready, BINARY};
 use crate::helpers::*;
-
-const BINARY: &str = env!("CARGO_BIN_EXE_seqvend");
 
 #[test]
 fn serve_refuses_to_start_without_tokens_unless_auth_is_switched_off() {
@@ -75,14 +74,6 @@ fn exit_within(mut child: Child, patience: Duration) -> std::process::Output {
     child.wait_with_output().unwrap()
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// A `seqvend serve` process with a private cluster, ready.
 pub struct Served {
     child: Child,
@@ -133,7 +124,7 @@ impl Served {
         let port = free_port();
         let log = data_dir.with_extension("log");
         let log_file = std::fs::File::create(&log).unwrap();
-        let child = command
+        let mut child = command
             .arg("serve")
             .env_remove("DATABASE_URL")
             .env("SEQVEND_DATA_DIR", data_dir)
@@ -148,12 +139,7 @@ impl Served {
             .spawn()
             .unwrap();
         let address = format!("http://127.0.0.1:{port}");
-        let http = reqwest::Client::new();
-        eventually(Duration::from_secs(60), "seqvend serve is ready", || {
-            let request = http.get(format!("{address}/readyz")).send();
-            async move { request.await.is_ok_and(|r| r.status() == StatusCode::OK) }
-        })
-        .await;
+        wait_ready(&mut child, &address).await;
         Self {
             child,
             address,
@@ -252,17 +238,8 @@ async fn serve_without_a_database_url_runs_its_own_postgresql_and_values_persist
 /// given (the tests' clusters included).
 #[tokio::test(flavor = "multi_thread")]
 async fn a_cluster_seqvend_starts_keeps_fsync_and_full_page_writes_on() {
-    let dir = scratch_dir("fsync");
-    let cluster = tokio::task::spawn_blocking(move || {
-        let cluster =
-            seqvend::local_pg::LocalCluster::open(&dir, &["fsync=off", "full_page_writes=off"])
-                .expect("cluster prepared");
-        cluster.start().expect("cluster started");
-        cluster
-    })
-    .await
-    .unwrap();
-    let db = TestDb::create(&cluster).await;
+    let pg = Pg::start("fsync", &["fsync=off", "full_page_writes=off"]).await;
+    let db = TestDb::create(&pg.cluster).await;
     let client = db.connect().await;
     for setting in ["fsync", "full_page_writes"] {
         let shown: String = client
@@ -274,9 +251,7 @@ async fn a_cluster_seqvend_starts_keeps_fsync_and_full_page_writes_on() {
     }
     drop(client);
     // Dropping a cluster stops it, which waits for the postmaster.
-    tokio::task::spawn_blocking(move || drop(cluster))
-        .await
-        .unwrap();
+    tokio::task::spawn_blocking(move || drop(pg)).await.unwrap();
 }
 
 /// A session on the private cluster, read from the files `serve` keeps in its data dir.
@@ -322,20 +297,8 @@ impl VendInFlight {
                 .bearer_auth(VEND_TOKEN)
                 .send(),
         );
-        eventually(
-            Duration::from_secs(10),
-            "the vend waits on the lock",
-            || async {
-                let waiting = "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event = 'advisory'";
-                blocker
-                    .query_one(waiting, &[])
-                    .await
-                    .unwrap()
-                    .get::<_, i64>(0)
-                    > 0
-            },
-        )
-        .await;
+        // The vend waits on the lock.
+        until_blocked(&blocker, 1, Blocked::On("advisory"), "%").await;
         Self { blocker, request }
     }
 

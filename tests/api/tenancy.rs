@@ -2,78 +2,35 @@
 //! rotation, who may claim a namespace (a carrier account included), and who may take values
 //! and worker ids in bulk.
 
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
-
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
+use crate::common::process::{create, Seqvend};
 use crate::helpers::*;
 
-const BINARY: &str = env!("CARGO_BIN_EXE_seqvend");
-
-/// A `seqvend serve` process on a shared test database, with its own bootstrap tokens.
-struct Instance {
-    child: Child,
-    address: String,
-    http: reqwest::Client,
+/// A `seqvend serve` process on `db` whose vend tokens are `vend_tokens` (a rotation).
+async fn instance(db: &TestDb, vend_tokens: &str) -> Seqvend {
+    let env = [
+        ("SEQVEND_VEND_TOKENS", vend_tokens),
+        ("SEQVEND_VEND_DEADLINE_MS", "30000"),
+    ];
+    Seqvend::start(&db.url, &env).await
 }
 
-impl Drop for Instance {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Instance {
-    async fn start(db: &TestDb, vend_tokens: &str) -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let log = std::env::var_os("TEST_LOG").is_some();
-        let child = Command::new(BINARY)
-            .arg("serve")
-            .env("DATABASE_URL", &db.url)
-            .env("SEQVEND_LISTEN", format!("127.0.0.1:{port}"))
-            .env("SEQVEND_ADMIN_TOKENS", ADMIN_TOKEN)
-            .env("SEQVEND_VEND_TOKENS", vend_tokens)
-            .env("SEQVEND_WORKERS", "1")
-            .env("SEQVEND_VEND_DEADLINE_MS", "30000")
-            .env("RUST_LOG", if log { "info" } else { "error" })
-            .stdout(Stdio::null())
-            .stderr(if log { Stdio::inherit() } else { Stdio::null() })
-            .spawn()
-            .expect("seqvend starts");
-        let address = format!("http://127.0.0.1:{port}");
-        let http = reqwest::Client::new();
-        eventually(Duration::from_secs(60), "seqvend serve is ready", || {
-            let request = http.get(format!("{address}/readyz")).send();
-            async move { request.await.is_ok_and(|r| r.status() == StatusCode::OK) }
-        })
-        .await;
-        Self {
-            child,
-            address,
-            http,
-        }
-    }
-
-    /// A keyed vend of 2 values; the reply and whether it says it is a replay.
-    async fn keyed_next(&self, token: &str, key: &str) -> (Reply, bool) {
-        let response = self
-            .http
-            .post(format!("{}/sequences/labels/next?count=2", self.address))
-            .bearer_auth(token)
-            .header("Idempotency-Key", key)
-            .send()
-            .await
-            .unwrap();
-        let replayed = response.headers().contains_key("idempotent-replayed");
-        (Reply::from(response).await, replayed)
-    }
+/// A keyed vend of 2 values from `instance`; the reply and whether it says it is a replay.
+async fn keyed_next(instance: &Seqvend, token: &str, key: &str) -> (Reply, bool) {
+    let response = reqwest::Client::new()
+        .post(format!(
+            "{}/sequences/labels/next?count=2",
+            instance.address()
+        ))
+        .bearer_auth(token)
+        .header("Idempotency-Key", key)
+        .send()
+        .await
+        .unwrap();
+    let replayed = response.headers().contains_key("idempotent-replayed");
+    (Reply::from(response).await, replayed)
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -81,22 +38,14 @@ async fn two_bootstrap_tokens_in_a_rotation_never_share_an_idempotency_key_and_o
 ) {
     let db = TestDb::shared().await;
     // Half-way through a rotation: one instance knows both secrets, the other only the new.
-    let rotating = Instance::start(&db, "old-vend-secret,new-vend-secret").await;
-    let rotated = Instance::start(&db, "new-vend-secret").await;
-    let created = rotated
-        .http
-        .post(format!("{}/sequences", rotated.address))
-        .bearer_auth(ADMIN_TOKEN)
-        .json(&json!({"name": "labels", "min": 1, "max": 1000}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(created.status(), StatusCode::CREATED);
+    let rotating = instance(&db, "old-vend-secret,new-vend-secret").await;
+    let rotated = instance(&db, "new-vend-secret").await;
+    create(&rotated.address(), "labels", &[(1, 1000)]).await;
 
     // Two clients, two secrets, one key: two answers, each its own values.
-    let (old_client, _) = rotating.keyed_next("old-vend-secret", "order-1").await;
+    let (old_client, _) = keyed_next(&rotating, "old-vend-secret", "order-1").await;
     assert_eq!(old_client.status, StatusCode::OK, "{}", old_client.body);
-    let (new_client, replayed) = rotated.keyed_next("new-vend-secret", "order-1").await;
+    let (new_client, replayed) = keyed_next(&rotated, "new-vend-secret", "order-1").await;
     assert_eq!(new_client.status, StatusCode::OK, "{}", new_client.body);
     assert!(
         !replayed,
@@ -106,8 +55,8 @@ async fn two_bootstrap_tokens_in_a_rotation_never_share_an_idempotency_key_and_o
     assert_ne!(values_of(&old_client), values_of(&new_client));
 
     // One secret is one caller on either instance, wherever it stands in the list.
-    let (first, _) = rotating.keyed_next("new-vend-secret", "order-2").await;
-    let (again, replayed) = rotated.keyed_next("new-vend-secret", "order-2").await;
+    let (first, _) = keyed_next(&rotating, "new-vend-secret", "order-2").await;
+    let (again, replayed) = keyed_next(&rotated, "new-vend-secret", "order-2").await;
     assert!(replayed, "the same token's retry was not a replay");
     assert_eq!(first.body, again.body);
 }

@@ -8,7 +8,6 @@ use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
 use crate::helpers::*;
-use crate::scratch::scratch_dir;
 use crate::serve::Served;
 
 /// The bootstrap admin token's name, as events and token lists show it: a fingerprint of

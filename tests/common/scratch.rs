@@ -1,5 +1,4 @@
-//! Scratch directories for the test binaries' PostgreSQL clusters, shared by `tests/api`
-//! and `tests/faults`.
+//! Scratch directories for the PostgreSQL clusters and files of the test binaries.
 
 use std::path::PathBuf;
 use std::sync::OnceLock;

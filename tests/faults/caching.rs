@@ -2,13 +2,11 @@
 //! SIGKILL and cut off by a PostgreSQL crash. A killed instance loses what it held (gaps),
 //! never more, and no value is handed out twice.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-
 use reqwest::{Method, StatusCode};
 use seqvend::local_pg::Shutdown;
 use serde_json::json;
 
+use crate::common::process::create;
 use crate::harness::*;
 
 /// Values each instance holds per sequence.
@@ -44,9 +42,8 @@ async fn caching_instances_killed_under_load_lose_at_most_their_cache_and_never_
         max_batch: 40,
         impatient_every: 0,
     };
-    let stop = Arc::new(AtomicBool::new(false));
     let addresses = instances.iter().map(Seqvend::address).collect();
-    let (record, mut clients) = start_clients(addresses, "cached", load, stop.clone());
+    let (record, clients) = start_clients(addresses, "cached", load);
     let mut kills = 0;
     for round in 0..6 {
         until_more_values(&record, 5_000).await;
@@ -59,8 +56,7 @@ async fn caching_instances_killed_under_load_lose_at_most_their_cache_and_never_
         }
     }
     until_more_values(&record, 5_000).await;
-    stop.store(true, Ordering::Relaxed);
-    while clients.join_next().await.is_some() {}
+    clients.stop().await;
     let outcome = check(&address, "cached", &ranges, &record).await;
     // What each instance life could lose: the values it held (at most the cache size, a refill
     // in flight included), and the batches of responses cut off by the kill.
@@ -134,9 +130,8 @@ async fn instances_and_client_processes_through_kills_a_crash_and_a_retirement_n
         max_batch: 20,
         impatient_every: 0,
     };
-    let stop = Arc::new(AtomicBool::new(false));
     let addresses = instances.iter().map(Seqvend::address).collect();
-    let (record, mut clients) = start_clients(addresses, "mixed", load, stop.clone());
+    let (record, clients) = start_clients(addresses, "mixed", load);
     until_more_values(&record, 5_000).await;
     instances[1].kill_and_restart().await;
     until_more_values(&record, 5_000).await;
@@ -147,8 +142,7 @@ async fn instances_and_client_processes_through_kills_a_crash_and_a_retirement_n
     until_more_values(&record, 5_000).await;
     // The HTTP clients stop (their 410s would be answers the harness does not expect); the
     // client processes go on through the retirement.
-    stop.store(true, Ordering::Relaxed);
-    while clients.join_next().await.is_some() {}
+    clients.stop().await;
     let (status, body) = admin(&address, Method::DELETE, "/sequences/mixed", None).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     let retired_at = unix_ms();
@@ -157,7 +151,7 @@ async fn instances_and_client_processes_through_kills_a_crash_and_a_retirement_n
         let url = format!("{}/sequences/mixed/next", instance.address());
         let reply = reqwest::Client::new()
             .post(url)
-            .bearer_auth(VEND)
+            .bearer_auth(VEND_TOKEN)
             .send()
             .await
             .unwrap();

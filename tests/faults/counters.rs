@@ -292,7 +292,7 @@ async fn counters_through_postgresql_crashes_and_instance_kills_never_hand_out_a
         let url = format!("{address}/families/{FAMILY}/counters/{key}/next");
         let reply = http
             .post(url)
-            .bearer_auth(VEND)
+            .bearer_auth(VEND_TOKEN)
             .timeout(Duration::from_secs(10))
             .send()
             .await

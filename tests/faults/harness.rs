@@ -1,5 +1,6 @@
-//! The fault-injection harness: real PostgreSQL clusters and real `seqvend serve` processes,
-//! clients that record every value they were given, and the checks every scenario ends with.
+//! The fault-injection harness: clients that record every value they were given, the client
+//! crate's application processes, and the checks every scenario ends with. The PostgreSQL
+//! clusters and `seqvend serve` processes they run against come from `tests/common`.
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -10,288 +11,22 @@ use std::time::{Duration, Instant};
 
 use rand::Rng;
 use reqwest::StatusCode;
-use seqvend::local_pg::{self, LocalCluster, Shutdown};
 use serde_json::{json, Value};
 use tokio::task::JoinSet;
 
-pub use crate::scratch::scratch_dir;
-
-pub const ADMIN: &str = "faults-admin";
-pub const VEND: &str = "faults-vend";
-const BINARY: &str = env!("CARGO_BIN_EXE_seqvend");
+pub use crate::common::cluster::Pg;
+pub use crate::common::process::{admin, Seqvend};
+pub use crate::common::scratch::scratch_dir;
+pub use crate::common::VEND_TOKEN;
+// The names the history checker imports the bootstrap tokens by; this suite does not use them.
+#[allow(unused_imports)]
+pub use crate::common::{ADMIN_TOKEN as ADMIN, VEND_TOKEN as VEND};
 
 /// Scenarios run one at a time: each loads both cores, and several at once would turn
 /// timing checks (503 within a second, recovery within 5 s) into noise.
 pub async fn one_at_a_time() -> tokio::sync::MutexGuard<'static, ()> {
     static LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
     LOCK.lock().await
-}
-
-/// A PostgreSQL cluster of the scenario's own.
-pub struct Pg {
-    pub cluster: Arc<LocalCluster>,
-    pub url: String,
-}
-
-impl Pg {
-    pub async fn start(label: &str, settings: &[&str]) -> Self {
-        let dir = scratch_dir(label);
-        let settings: Vec<String> = settings.iter().map(|s| s.to_string()).collect();
-        let cluster = tokio::task::spawn_blocking(move || {
-            let settings: Vec<&str> = settings.iter().map(String::as_str).collect();
-            let cluster = LocalCluster::open(&dir, &settings).expect("cluster prepared");
-            cluster.start().expect("cluster started");
-            cluster
-        })
-        .await
-        .unwrap();
-        local_pg::ensure_database(&cluster, "seqvend")
-            .await
-            .unwrap();
-        let url = cluster.url("seqvend");
-        Self {
-            cluster: Arc::new(cluster),
-            url,
-        }
-    }
-
-    /// A streaming standby of this cluster, started, known to it as `name`.
-    pub async fn standby(&self, label: &str, name: &str) -> Pg {
-        let (primary, dir, name) = (self.cluster.clone(), scratch_dir(label), name.to_owned());
-        let cluster = tokio::task::spawn_blocking(move || {
-            let standby = primary
-                .create_standby(&dir, &name)
-                .expect("standby created");
-            standby.start().expect("standby started");
-            standby
-        })
-        .await
-        .unwrap();
-        let url = cluster.url("seqvend");
-        Pg {
-            cluster: Arc::new(cluster),
-            url,
-        }
-    }
-
-    pub async fn stop(&self, mode: Shutdown) {
-        let cluster = self.cluster.clone();
-        tokio::task::spawn_blocking(move || cluster.stop(mode))
-            .await
-            .unwrap()
-            .unwrap();
-    }
-
-    pub async fn start_again(&self) {
-        let cluster = self.cluster.clone();
-        tokio::task::spawn_blocking(move || cluster.start())
-            .await
-            .unwrap()
-            .unwrap();
-    }
-
-    pub async fn connect(&self) -> tokio_postgres::Client {
-        let (client, connection) = tokio_postgres::connect(&self.url, tokio_postgres::NoTls)
-            .await
-            .unwrap();
-        tokio::spawn(connection);
-        client
-    }
-}
-
-impl Pg {
-    /// Stops the server's every process with SIGSTOP: the postmaster first (so that it forks
-    /// no more), then whatever runs under it, until nothing new turns up. The server then
-    /// answers nothing, yet its kernel still completes TCP handshakes and acknowledges what is
-    /// sent, so neither connect timeouts nor keepalives notice. Continued when dropped.
-    pub fn freeze(&self) -> Frozen {
-        let pid_file = self.cluster.dir().join("pgdata/postmaster.pid");
-        let postmaster: u32 = std::fs::read_to_string(pid_file)
-            .unwrap()
-            .lines()
-            .next()
-            .and_then(|line| line.trim().parse().ok())
-            .expect("the postmaster's pid");
-        let mut frozen = Frozen { pids: Vec::new() };
-        loop {
-            let new: Vec<u32> = process_tree(postmaster)
-                .into_iter()
-                .filter(|pid| !frozen.pids.contains(pid))
-                .collect();
-            if new.is_empty() {
-                return frozen;
-            }
-            signal("-STOP", &new);
-            frozen.pids.extend(new);
-        }
-    }
-}
-
-/// A frozen server's processes, continued (SIGCONT) when dropped, so that a failing scenario
-/// leaves nothing stopped behind it.
-pub struct Frozen {
-    pids: Vec<u32>,
-}
-
-impl Frozen {
-    pub fn processes(&self) -> usize {
-        self.pids.len()
-    }
-}
-
-impl Drop for Frozen {
-    fn drop(&mut self) {
-        signal("-CONT", &self.pids);
-    }
-}
-
-fn signal(which: &str, pids: &[u32]) {
-    // A process that exited meanwhile makes kill fail; the others are signalled all the same.
-    let _ = Command::new("kill")
-        .arg(which)
-        .args(pids.iter().map(u32::to_string))
-        .stderr(Stdio::null())
-        .status();
-}
-
-/// `root` and every process descended from it, parents before children, from /proc.
-fn process_tree(root: u32) -> Vec<u32> {
-    let parents: Vec<(u32, u32)> = std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|entry| {
-            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
-            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
-            // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
-            let ppid = stat
-                .rsplit_once(')')?
-                .1
-                .split_whitespace()
-                .nth(1)?
-                .parse()
-                .ok()?;
-            Some((pid, ppid))
-        })
-        .collect();
-    let mut tree = vec![root];
-    let mut i = 0;
-    while i < tree.len() {
-        let parent = tree[i];
-        tree.extend(
-            parents
-                .iter()
-                .filter(|(_, p)| *p == parent)
-                .map(|(pid, _)| *pid),
-        );
-        i += 1;
-    }
-    tree
-}
-
-/// One `seqvend serve` process.
-pub struct Seqvend {
-    child: Child,
-    pub port: u16,
-    database_url: String,
-    env: Vec<(String, String)>,
-}
-
-impl Seqvend {
-    pub async fn start(database_url: &str, env: &[(&str, &str)]) -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let env: Vec<(String, String)> = env
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        let mut seqvend = Self {
-            child: spawn(database_url, port, &env),
-            port,
-            database_url: database_url.into(),
-            env,
-        };
-        seqvend.wait_ready().await;
-        seqvend
-    }
-
-    pub fn address(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-
-    async fn wait_ready(&mut self) {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let http = reqwest::Client::new();
-        loop {
-            assert!(
-                self.child.try_wait().unwrap().is_none(),
-                "seqvend exited during startup"
-            );
-            if let Ok(r) = http.get(format!("{}/readyz", self.address())).send().await {
-                if r.status() == StatusCode::OK {
-                    return;
-                }
-            }
-            assert!(Instant::now() < deadline, "seqvend did not become ready");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-
-    /// SIGKILL, then a new process on the same port; returns how long until it was ready.
-    pub async fn kill_and_restart(&mut self) -> Duration {
-        self.kill();
-        self.restart().await
-    }
-
-    /// SIGKILL: the process vanishes without handing back what it holds.
-    pub fn kill(&mut self) {
-        self.child.kill().unwrap();
-        self.child.wait().unwrap();
-    }
-
-    /// A new process on the same port (after `kill`); returns how long until it was ready.
-    pub async fn restart(&mut self) -> Duration {
-        let started = Instant::now();
-        self.child = spawn(&self.database_url, self.port, &self.env);
-        self.wait_ready().await;
-        started.elapsed()
-    }
-
-    /// Resident memory in kB.
-    pub fn rss_kb(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
-        status
-            .lines()
-            .find(|l| l.starts_with("VmRSS:"))
-            .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-            .unwrap()
-    }
-}
-
-impl Drop for Seqvend {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn spawn(database_url: &str, port: u16, env: &[(String, String)]) -> Child {
-    let log = std::env::var_os("TEST_LOG").is_some();
-    Command::new(BINARY)
-        .arg("serve")
-        .env("DATABASE_URL", database_url)
-        .env("SEQVEND_LISTEN", format!("127.0.0.1:{port}"))
-        .env("SEQVEND_ADMIN_TOKENS", ADMIN)
-        .env("SEQVEND_VEND_TOKENS", VEND)
-        .env("SEQVEND_WORKERS", "1")
-        .env("RUST_LOG", if log { "info" } else { "error" })
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .stdout(Stdio::null())
-        .stderr(if log { Stdio::inherit() } else { Stdio::null() })
-        .spawn()
-        .expect("seqvend starts")
 }
 
 /// An application process using `seqvend-client` (one of the client crate's examples, built
@@ -319,7 +54,7 @@ impl ClientProcess {
         let out = scratch_dir("client").with_extension("values");
         let child = Command::new(program)
             .env("SEQVEND_URL", address)
-            .env("SEQVEND_TOKEN", VEND)
+            .env("SEQVEND_TOKEN", VEND_TOKEN)
             .env("OUT", &out)
             .envs(env.iter().copied())
             .stderr(Stdio::null())
@@ -350,47 +85,6 @@ impl ClientProcess {
     }
 }
 
-/// Admin calls.
-pub async fn admin(
-    address: &str,
-    method: reqwest::Method,
-    path: &str,
-    body: Option<Value>,
-) -> (StatusCode, Value) {
-    let mut request = reqwest::Client::new()
-        .request(method, format!("{address}{path}"))
-        .bearer_auth(ADMIN);
-    if let Some(body) = body {
-        request = request.json(&body);
-    }
-    let response = request.send().await.unwrap();
-    let status = response.status();
-    (status, response.json().await.unwrap_or(Value::Null))
-}
-
-pub async fn create(address: &str, name: &str, ranges: &[(i64, i64)]) {
-    let (first, rest) = ranges.split_first().unwrap();
-    let (status, body) = admin(
-        address,
-        reqwest::Method::POST,
-        "/sequences",
-        Some(json!({"name": name, "min": first.0, "max": first.1})),
-    )
-    .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    for (min, max) in rest {
-        let path = format!("/sequences/{name}/ranges");
-        let (status, body) = admin(
-            address,
-            reqwest::Method::POST,
-            &path,
-            Some(json!({"min": min, "max": max})),
-        )
-        .await;
-        assert_eq!(status, StatusCode::CREATED, "{body}");
-    }
-}
-
 /// What the clients saw.
 #[derive(Default)]
 pub struct Record {
@@ -414,15 +108,30 @@ pub struct Load {
     pub impatient_every: usize,
 }
 
-/// Clients vending from `name` through `addresses` until `stop` is set or the sequence is
-/// exhausted. Every value a client is given is recorded.
-pub fn start_clients(
-    addresses: Vec<String>,
-    name: &str,
-    load: Load,
+/// The tasks of clients that vend until stopped or until the sequence is exhausted.
+pub struct Clients {
     stop: Arc<AtomicBool>,
-) -> (Arc<Record>, JoinSet<()>) {
+    tasks: JoinSet<()>,
+}
+
+impl Clients {
+    /// Stops the clients and waits until each has finished its last request.
+    pub async fn stop(mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        while self.tasks.join_next().await.is_some() {}
+    }
+
+    /// Waits until every client has found the sequence exhausted.
+    pub async fn until_exhausted(mut self) {
+        while self.tasks.join_next().await.is_some() {}
+    }
+}
+
+/// Clients vending from `name` through `addresses` until stopped or until the sequence is
+/// exhausted. Every value a client is given is recorded.
+pub fn start_clients(addresses: Vec<String>, name: &str, load: Load) -> (Arc<Record>, Clients) {
     let record = Arc::new(Record::default());
+    let stop = Arc::new(AtomicBool::new(false));
     let mut tasks = JoinSet::new();
     for client in 0..load.clients {
         let (record, stop, name) = (record.clone(), stop.clone(), name.to_owned());
@@ -465,7 +174,7 @@ pub fn start_clients(
             }
         });
     }
-    (record, tasks)
+    (record, Clients { stop, tasks })
 }
 
 /// How long a client waits for an answer: 1–5 ms if it is impatient, else 10 s.
@@ -498,7 +207,7 @@ pub async fn vend_once(
     let sent = Instant::now();
     let response = match http
         .post(url)
-        .bearer_auth(VEND)
+        .bearer_auth(VEND_TOKEN)
         .timeout(patience)
         .send()
         .await

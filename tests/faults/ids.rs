@@ -8,16 +8,13 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use seqvend::ids::Layout;
 use tokio::task::JoinSet;
 
+use crate::common::values::{increasing, worker_of};
+use crate::common::wait::eventually;
 use crate::harness::*;
 
 const LEASE_MS: u64 = 3_000;
-
-fn worker_of(id: i64) -> u32 {
-    Layout::DEFAULT.decompose(id).unwrap().worker_id
-}
 
 /// What the HTTP issuers were given: per (instance, life of its process), the ids in the
 /// order answered (one request at a time per instance).
@@ -48,7 +45,7 @@ fn start_issuers(
             let url = format!("{address}/ids/snowflake?count=100");
             while !stop.load(Ordering::Relaxed) {
                 let life = lives[instance].load(Ordering::SeqCst);
-                let reply = http.post(&url).bearer_auth(VEND).send().await;
+                let reply = http.post(&url).bearer_auth(VEND_TOKEN).send().await;
                 let body = match reply {
                     Ok(reply) if reply.status().is_success() => {
                         reply.json::<serde_json::Value>().await.ok()
@@ -81,10 +78,7 @@ fn start_issuers(
 }
 
 fn assert_increasing(ids: &[i64], whose: &str) {
-    assert!(
-        ids.windows(2).all(|w| w[0] < w[1]),
-        "{whose}: ids not strictly increasing"
-    );
+    assert!(increasing(ids), "{whose}: ids not strictly increasing");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -120,24 +114,17 @@ async fn snowflake_ids_from_instances_and_client_processes_stay_unique_through_a
     // Restarted once the database let the lease expire, it takes the lowest expired worker
     // id: its own old one.
     let pg_client = pg.connect().await;
-    loop {
-        let expired: bool = pg_client
+    eventually(Duration::from_secs(15), "the lease expired", || async {
+        pg_client
             .query_one(
                 "SELECT expires_at <= now() FROM seqvend.worker_ids WHERE worker_id = $1",
                 &[&(worker as i32)],
             )
             .await
             .unwrap()
-            .get(0);
-        if expired {
-            break;
-        }
-        assert!(
-            killed_at.elapsed() < Duration::from_secs(15),
-            "the lease never expired"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+            .get(0)
+    })
+    .await;
     let down_for = killed_at.elapsed();
     instances[1].restart().await;
     while started.elapsed() < Duration::from_secs(30) {

@@ -4,9 +4,9 @@
 //! it and writes docs/reliability.md.
 
 mod caching;
+#[path = "../common/mod.rs"]
+mod common;
 mod counters;
 mod harness;
 mod ids;
 mod scenarios;
-#[path = "../common/scratch.rs"]
-mod scratch;

@@ -2,19 +2,26 @@
 //! (cancelling requests mid-flight), with single and batch vends.
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use reqwest::{Method, StatusCode};
 use seqvend::local_pg::Shutdown;
 
+use crate::common::process::create;
+use crate::common::wait::eventually;
+use crate::common::ADMIN_TOKEN;
 use crate::harness::*;
 
 const LOAD: Load = Load {
     clients: 24,
     max_batch: 40,
     impatient_every: 4,
+};
+/// Clients that wait up to 10 s for each answer: a request that outlasts that hung.
+const PATIENT: Load = Load {
+    impatient_every: 0,
+    ..LOAD
 };
 
 #[tokio::test(flavor = "multi_thread")]
@@ -24,17 +31,14 @@ async fn seqvend_killed_under_load_five_times_never_vends_a_value_twice() {
     let mut seqvend = Seqvend::start(&pg.url, &[]).await;
     let ranges = [(1, 400_000), (1_000_001, 1_400_000)];
     create(&seqvend.address(), "parcel", &ranges).await;
-    let stop = Arc::new(AtomicBool::new(false));
-    let (record, mut clients) =
-        start_clients(vec![seqvend.address()], "parcel", LOAD, stop.clone());
+    let (record, clients) = start_clients(vec![seqvend.address()], "parcel", LOAD);
     let mut restarts = Vec::new();
     for _ in 0..5 {
         until_more_values(&record, 2_000).await;
         restarts.push(seqvend.kill_and_restart().await);
     }
     until_more_values(&record, 2_000).await;
-    stop.store(true, Ordering::Relaxed);
-    while clients.join_next().await.is_some() {}
+    clients.stop().await;
     let outcome = check(&seqvend.address(), "parcel", &ranges, &record).await;
     let slowest = restarts.iter().max().unwrap();
     report(
@@ -60,9 +64,7 @@ async fn postgresql_crashed_under_load_five_times_never_vends_a_value_twice() {
         .map(|i| (i * 10_000 + 1, i * 10_000 + 5_000))
         .collect();
     create(&seqvend.address(), "parcel", &ranges).await;
-    let stop = Arc::new(AtomicBool::new(false));
-    let (record, mut clients) =
-        start_clients(vec![seqvend.address()], "parcel", LOAD, stop.clone());
+    let (record, clients) = start_clients(vec![seqvend.address()], "parcel", LOAD);
     let mut recoveries = Vec::new();
     for round in 0..5 {
         until_more_values(&record, 1_000).await;
@@ -85,8 +87,7 @@ async fn postgresql_crashed_under_load_five_times_never_vends_a_value_twice() {
         recoveries.push(back.elapsed());
     }
     until_more_values(&record, 1_000).await;
-    stop.store(true, Ordering::Relaxed);
-    while clients.join_next().await.is_some() {}
+    clients.stop().await;
     let outcome = check(&seqvend.address(), "parcel", &ranges, &record).await;
     let slowest = recoveries.iter().max().unwrap();
     report(
@@ -106,13 +107,7 @@ async fn with_postgresql_stopped_for_ten_seconds_every_request_is_a_prompt_503_a
     let seqvend = Seqvend::start(&pg.url, &[]).await;
     let ranges = [(1, 1_000_000)];
     create(&seqvend.address(), "parcel", &ranges).await;
-    let stop = Arc::new(AtomicBool::new(false));
-    let load = Load {
-        impatient_every: 0,
-        ..LOAD
-    };
-    let (record, mut clients) =
-        start_clients(vec![seqvend.address()], "parcel", load, stop.clone());
+    let (record, clients) = start_clients(vec![seqvend.address()], "parcel", PATIENT);
     until_more_values(&record, 2_000).await;
     let rss_before = seqvend.rss_kb();
 
@@ -164,8 +159,7 @@ async fn with_postgresql_stopped_for_ten_seconds_every_request_is_a_prompt_503_a
     );
     assert!(values_at_return > 0);
     until_more_values(&record, 1_000).await;
-    stop.store(true, Ordering::Relaxed);
-    while clients.join_next().await.is_some() {}
+    clients.stop().await;
 
     // No pile-up: memory stayed flat, and seqvend holds no more connections than its pools.
     assert!(
@@ -209,17 +203,15 @@ async fn three_instances_on_one_database_roll_over_and_run_out_without_a_value_t
     let ranges = [(1, 20_000), (50_001, 70_000), (90_001, 100_000)];
     create(&instances[0].address(), "parcel", &ranges).await;
     let addresses: Vec<String> = instances.iter().map(Seqvend::address).collect();
-    let stop = Arc::new(AtomicBool::new(false));
-    let (record, mut clients) = start_clients(
+    let (record, clients) = start_clients(
         addresses,
         "parcel",
         Load {
             clients: 30,
             ..LOAD
         },
-        stop,
     );
-    while clients.join_next().await.is_some() {}
+    clients.until_exhausted().await;
     assert!(record.exhausted.load(Ordering::Relaxed));
     let outcome = check(&instances[1].address(), "parcel", &ranges, &record).await;
     let (_, body) = admin(
@@ -254,8 +246,7 @@ async fn a_dba_drawing_moving_and_rewinding_the_sequence_under_load_never_gets_a
     let ranges = [(1, 1_000_000_000)];
     create(&instances[0].address(), "parcel", &ranges).await;
     let addresses: Vec<String> = instances.iter().map(Seqvend::address).collect();
-    let stop = Arc::new(AtomicBool::new(false));
-    let (record, mut clients) = start_clients(addresses, "parcel", LOAD, stop.clone());
+    let (record, clients) = start_clients(addresses, "parcel", LOAD);
     let dba = pg.connect().await;
     let sequence: String = dba
         .query_one("SELECT pg_sequence::text FROM seqvend.ranges", &[])
@@ -295,8 +286,7 @@ async fn a_dba_drawing_moving_and_rewinding_the_sequence_under_load_never_gets_a
         .unwrap();
         until_more_values(&record, 200).await;
     }
-    stop.store(true, Ordering::Relaxed);
-    while clients.join_next().await.is_some() {}
+    clients.stop().await;
 
     let outcome = check(&instances[0].address(), "parcel", &ranges, &record).await;
     let seqvend_values: HashSet<i64> = record.values.lock().unwrap().iter().copied().collect();
@@ -335,16 +325,14 @@ async fn run(pg: &Pg, statement: &str) {
 
 async fn wait_for(pg: &Pg, query: &str, what: &str) {
     let client = pg.connect().await;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !client
-        .query_one(query, &[])
-        .await
-        .unwrap()
-        .get::<_, bool>(0)
-    {
-        assert!(Instant::now() < deadline, "gave up waiting: {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually(Duration::from_secs(30), what, || async {
+        client
+            .query_one(query, &[])
+            .await
+            .unwrap()
+            .get::<_, bool>(0)
+    })
+    .await
 }
 
 /// A primary and its synchronous standby, both running, and one URL naming both hosts (the
@@ -387,9 +375,7 @@ async fn failover_to_a_synchronous_standby_under_load_never_vends_a_value_twice(
     let seqvend = Seqvend::start(&url, &[]).await;
     let ranges = [(1, 400_000), (1_000_001, 1_400_000)];
     create(&seqvend.address(), "parcel", &ranges).await;
-    let stop = Arc::new(AtomicBool::new(false));
-    let (record, mut clients) =
-        start_clients(vec![seqvend.address()], "parcel", LOAD, stop.clone());
+    let (record, clients) = start_clients(vec![seqvend.address()], "parcel", LOAD);
     until_more_values(&record, 3_000).await;
 
     primary.stop(Shutdown::Immediate).await;
@@ -399,8 +385,7 @@ async fn failover_to_a_synchronous_standby_under_load_never_vends_a_value_twice(
     until_more_values(&record, 1).await;
     let carried_on = failed.elapsed();
     until_more_values(&record, 3_000).await;
-    stop.store(true, Ordering::Relaxed);
-    while clients.join_next().await.is_some() {}
+    clients.stop().await;
     // Read back through the registry pool, which must have followed the new primary.
     let outcome = check(&seqvend.address(), "parcel", &ranges, &record).await;
     report(
@@ -425,14 +410,7 @@ async fn a_frozen_primary_gets_prompt_503s_and_after_failover_values_flow_withou
     let seqvend = Seqvend::start(&url, &[]).await;
     let ranges = [(1, 400_000), (1_000_001, 1_400_000)];
     create(&seqvend.address(), "parcel", &ranges).await;
-    let stop = Arc::new(AtomicBool::new(false));
-    // Patient clients (10 s): a request that outlasts that patience hung.
-    let load = Load {
-        impatient_every: 0,
-        ..LOAD
-    };
-    let (record, mut clients) =
-        start_clients(vec![seqvend.address()], "parcel", load, stop.clone());
+    let (record, clients) = start_clients(vec![seqvend.address()], "parcel", PATIENT);
     until_more_values(&record, 3_000).await;
 
     let frozen = primary.freeze();
@@ -467,8 +445,7 @@ async fn a_frozen_primary_gets_prompt_503s_and_after_failover_values_flow_withou
     }
     let flowing = promoted.elapsed();
     until_more_values(&record, 3_000).await;
-    stop.store(true, Ordering::Relaxed);
-    while clients.join_next().await.is_some() {}
+    clients.stop().await;
     // The vend pool finds the new primary at its next connection; the registry pool follows
     // when the watcher notices the move (it may come second).
     loop {
@@ -569,7 +546,7 @@ async fn schemathesis_finds_no_server_error_and_no_answer_outside_the_document()
     let output = tokio::process::Command::new(&binary)
         .arg("run")
         .arg(format!("{}/openapi.json", seqvend.address()))
-        .args(["--header", &format!("Authorization: Bearer {ADMIN}")])
+        .args(["--header", &format!("Authorization: Bearer {ADMIN_TOKEN}")])
         .args([
             "--checks",
             "all",

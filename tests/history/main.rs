@@ -15,6 +15,8 @@
 
 mod check;
 mod clients;
+#[path = "../common/mod.rs"]
+mod common;
 // The fault suite's harness: its clusters and processes, of which this suite needs a part.
 #[allow(dead_code)]
 #[path = "../faults/harness.rs"]
@@ -23,8 +25,6 @@ mod history;
 mod operator;
 mod report;
 mod schedule;
-#[path = "../common/scratch.rs"]
-mod scratch;
 mod world;
 
 use std::sync::atomic::{AtomicBool, Ordering};

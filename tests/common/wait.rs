@@ -1,0 +1,82 @@
+//! The one way a test waits: on a condition, polled, with a deadline (never a sleep as
+//! synchronisation); and the condition most tests wait on in PostgreSQL, a session blocked
+//! where the test meant it to be.
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+/// Waits for `check` to hold, polling, for at most `patience`.
+pub async fn eventually<F, Fut>(patience: Duration, what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    eventually_some(patience, what, || {
+        let holds = check();
+        async move { holds.await.then_some(()) }
+    })
+    .await
+}
+
+/// Polls `attempt` until it gives a value, for at most `patience`.
+pub async fn eventually_some<T, F, Fut>(patience: Duration, what: &str, mut attempt: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + patience;
+    loop {
+        if let Some(value) = attempt().await {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "gave up waiting: {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Where a session of the test's database is blocked, as `pg_stat_activity` says.
+#[derive(Clone, Copy, Debug)]
+pub enum Blocked {
+    /// On this wait event: `advisory`, `relation`, `transactionid`, `SyncRep`...
+    On(&'static str),
+    /// On a lock of any kind: a row, a transaction, a relation, an advisory lock.
+    OnALock,
+}
+
+/// How many sessions of this database are blocked as `blocked` says while running a
+/// statement like `query` (an SQL LIKE pattern): how a test knows a statement waits where it
+/// meant it to.
+pub async fn sessions_blocked(
+    observer: &tokio_postgres::Client,
+    blocked: Blocked,
+    query: &str,
+) -> i64 {
+    let (event_type, event) = match blocked {
+        Blocked::On(event) => ("%", event),
+        Blocked::OnALock => ("Lock", "%"),
+    };
+    observer
+        .query_one(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
+             AND wait_event_type LIKE $1 AND wait_event LIKE $2 AND query LIKE $3",
+            &[&event_type, &event, &query],
+        )
+        .await
+        .unwrap()
+        .get(0)
+}
+
+/// Waits (up to 20 s) until `sessions` sessions of this database are blocked as `blocked`
+/// says while running a statement like `query` (an SQL LIKE pattern).
+pub async fn until_blocked(
+    observer: &tokio_postgres::Client,
+    sessions: i64,
+    blocked: Blocked,
+    query: &str,
+) {
+    let what = format!("{sessions} session(s) blocked {blocked:?} running {query}");
+    eventually(Duration::from_secs(20), &what, || async {
+        sessions_blocked(observer, blocked, query).await >= sessions
+    })
+    .await
+}
