@@ -31,9 +31,10 @@ use actix_web::{web, HttpRequest, HttpResponse};
 
 use error::ApiError;
 
+pub use actix_web::dev::{Server, ServerHandle};
 pub use extract::{json_config, path_config, query_config, JSON_LIMIT};
 pub use openapi::ApiDoc;
-pub use server::{serve, AppState, Served};
+pub use server::{serve, Served};
 
 /// Routes with a `{name}` segment are matched by regular expression, in the order they are
 /// registered: the vend route comes first, so the hot path costs one match. Routes served by

@@ -77,7 +77,7 @@ async fn start_private_cluster(settings: &Settings) -> anyhow::Result<LocalClust
 /// process ends, and the private cluster with it (immediate shutdown; PostgreSQL recovers on
 /// the next start).
 fn stop_on_signals(
-    server: actix_web::dev::ServerHandle,
+    server: seqvend::http::ServerHandle,
 ) -> std::io::Result<impl std::future::Future<Output = ()>> {
     // Registered here, not in the task, so that no signal slips by before the task runs.
     let mut signals = Signals {

@@ -1,4 +1,4 @@
-//! Configuration, read once from the environment at startup (see the README's table).
+//! Configuration, read once from the environment at startup (see docs/operating.md).
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -98,7 +98,7 @@ pub fn redact_url(url: &str) -> String {
 #[derive(Debug, Clone)]
 pub struct DatabaseSettings {
     /// Vend connections, one per coalescing lane. Fewer lanes make bigger batches: on two
-    /// cores, 2 served the most requests (see the README's design notes).
+    /// cores, 2 served the most requests (see docs/operating.md).
     pub vend_pool_size: usize,
     pub admin_pool_size: u32,
     /// Longest wait for a connection (new or pooled) before answering 503.

@@ -4,8 +4,6 @@
 use std::net::TcpListener;
 use std::sync::Arc;
 
-use actix_web::web;
-
 use crate::auth::{TokenChanges, TokenStore, Tokens};
 use crate::cache::{self, InstanceCache};
 use crate::http;
@@ -20,9 +18,9 @@ use crate::{db, migrate, usage};
 
 pub struct Application {
     port: u16,
-    server: actix_web::dev::Server,
+    server: http::Server,
     /// The listener serving only `/metrics`, when it has its own address.
-    metrics_server: Option<(u16, actix_web::dev::ServerHandle)>,
+    metrics_server: Option<(u16, http::ServerHandle)>,
     registry: sqlx::PgPool,
     snowflake: Arc<Snowflake>,
     cache: InstanceCache,
@@ -108,11 +106,7 @@ impl Application {
             token_store,
             registry_deadline: settings.vend.statement_deadline,
         });
-        let state = http::AppState {
-            service: web::Data::new(service),
-            metrics_here: settings.metrics_listen.is_none(),
-        };
-        let served = http::serve(state, listener, settings.workers, settings.metrics_listen)?;
+        let served = http::serve(service, listener, settings.workers, settings.metrics_listen)?;
         Ok(Self {
             port,
             server: served.server,
@@ -133,7 +127,7 @@ impl Application {
         self.metrics_server.as_ref().map(|(port, _)| *port)
     }
 
-    pub fn handle(&self) -> actix_web::dev::ServerHandle {
+    pub fn handle(&self) -> http::ServerHandle {
         self.server.handle()
     }
 

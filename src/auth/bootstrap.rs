@@ -132,7 +132,7 @@ impl Tokens {
 /// What tells one bootstrap secret from another without showing it: SHA-256 of the secret
 /// under a label of its own (so it matches no other hash of the same string). With a secret of
 /// 128 random bits or more nothing can be learnt from it; a guessable secret could be confirmed
-/// from it as from any hash, which is why the README asks for long random tokens.
+/// from it as from any hash, which is why docs/api.md asks for long random tokens.
 struct Fingerprint([u8; 32]);
 
 impl Fingerprint {

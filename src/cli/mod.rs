@@ -18,7 +18,7 @@ pub use commands::run;
     about = "Carrier number ranges as PostgreSQL sequences, vended over HTTP",
     long_about = "Carrier number ranges as PostgreSQL sequences, vended over HTTP.\n\n\
                   `serve` runs the service; its configuration comes from the environment (see \
-                  README.md). The other commands talk to a running seqvend.",
+                  docs/operating.md). The other commands talk to a running seqvend.",
     arg_required_else_help = true
 )]
 pub struct Cli {

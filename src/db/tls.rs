@@ -133,7 +133,7 @@ impl Tls {
     }
 
     /// The same choice for sqlx (the registry pool). sqlx checks the chain against these roots
-    /// *and* the Mozilla roots it ships (webpki-roots); see the README.
+    /// *and* the Mozilla roots it ships (webpki-roots); see docs/operating.md.
     pub fn sqlx_options(&self, options: PgConnectOptions) -> PgConnectOptions {
         let mode = match self.mode {
             SslMode::Disable => PgSslMode::Disable,

@@ -71,7 +71,7 @@ pub enum ApiError {
     FamilyRetired(String),
     #[error(
         "sequence {0:?} cannot vend: {1}. Its PostgreSQL sequence was changed in a way seqvend \
-         cannot repair; see \"What is safe to do by hand\" in the README"
+         cannot repair; see \"What is safe to do by hand\" in docs/operating.md"
     )]
     SequenceFailed(String, String),
     #[error("the request body is larger than {0} bytes")]

@@ -46,7 +46,7 @@ pub struct CreateSequenceBody {
     /// Print vended values as carrier numbers: `{"kind": …, parameters…}`, e.g.
     /// `{"kind": "ups_1z", "account": "5R8939", "service": "03"}`. Kinds: ups_1z,
     /// fedex_express, fedex_ground, fedex_ground_96, sscc18, usps_impb, s10, dhl_express,
-    /// ontrac, canada_post (see the README). Every range must fit the serial's width.
+    /// ontrac, canada_post (see docs/carriers.md). Every range must fit the serial's width.
     #[schema(value_type = Option<Object>)]
     format: Option<serde_json::Value>,
     /// Absent (or `size` 0): strict, every value drawn on the request path.

@@ -21,11 +21,15 @@ pub struct Served {
 /// alone when given (otherwise on `listener` too). Process signals are `main`'s: actix would
 /// take SIGINT as a forced shutdown.
 pub fn serve(
-    state: AppState,
+    service: Service,
     listener: TcpListener,
     workers: usize,
     metrics_listen: Option<std::net::SocketAddr>,
 ) -> anyhow::Result<Served> {
+    let state = AppState {
+        service: web::Data::new(service),
+        metrics_here: metrics_listen.is_none(),
+    };
     let metrics = match metrics_listen {
         None => None,
         Some(address) => Some(serve_metrics_alone(address, &state)?),
@@ -42,9 +46,9 @@ pub fn serve(
 /// What every worker serves from: the service, and whether the main listener serves
 /// `/metrics` (no address of its own given).
 #[derive(Clone)]
-pub struct AppState {
-    pub service: web::Data<Service>,
-    pub metrics_here: bool,
+struct AppState {
+    service: web::Data<Service>,
+    metrics_here: bool,
 }
 
 /// Serves `/metrics` alone on `address`; returns its port and handle.

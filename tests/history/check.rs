@@ -183,7 +183,7 @@ fn keys_are_their_tokens_own(ops: &[Op], violations: &mut Violations) {
     }
 }
 
-/// A 500 on a vend, lease, counter or id route breaks the README's promise that a lock, a
+/// A 500 on a vend, lease, counter or id route breaks the promise (docs/api.md) that a lock, a
 /// deadlock or a lost session is answered 503 and retried: each is a violation, with its
 /// operation (and so its phase and the faults around it).
 fn no_internal_errors(ops: &[Op], violations: &mut Violations) {

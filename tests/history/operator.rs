@@ -637,7 +637,7 @@ impl Operator {
     }
 
     /// Retires the live doomed sequence and makes the next one. A 503 (or no answer) is
-    /// retried, as the README tells an operator to (`DELETE` again waits for the instances'
+    /// retried, as docs/api.md tells an operator to (`DELETE` again waits for the instances'
     /// leases): only a retirement that answered 200 is one the checker can hold seqvend to.
     /// Every attempt's answer goes into the fault's detail, so a 503 shows its reason.
     async fn retire_doomed(&mut self) {
