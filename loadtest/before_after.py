@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Strict and keyed POST next, this build against a baseline build, in the same run: writes
-the "before and after" section of docs/performance.md. Started by loadtest/before_after.sh,
-which builds both release binaries.
+a "before and after" section of docs/performance.md, one per baseline. Started by
+loadtest/before_after.sh, which builds both release binaries.
 
 Each round starts each binary in turn (the order alternates from round to round) with its
 own private PostgreSQL, and runs wrk (-t1 -c64) over GET /healthz (the no-op route), strict
@@ -83,7 +83,8 @@ private PostgreSQL.
 After ÷ before, each as a ratio to its own no-op route: strict {ratio('strict'):.2f}, keyed
 {ratio('keyed'):.2f}.
 """
-    write_section("before-after", text)
+    # One section per baseline: each structural or allocator change keeps its own comparison.
+    write_section(f"before-after-{baseline_label}", text)
     print(text)
 
 
