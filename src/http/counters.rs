@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::caller::Caller;
-use super::error::{ApiError, ErrorBody};
+use super::error::{ApiError, ErrorBody, RegistryFailures};
 use super::families::family;
 use super::idempotent::refuse_key;
 use super::vend::batch_count;
@@ -120,8 +120,7 @@ pub async fn next(
         (status = 403, description = "forbidden: the token has no read scope on the family", body = ErrorBody),
         (status = 404, description = "not_found: no such family, or a key never drawn", body = ErrorBody),
         (status = 410, description = "family_retired", body = ErrorBody),
-        (status = 500, description = "internal", body = ErrorBody),
-        (status = 503, description = "unavailable", body = ErrorBody),
+        RegistryFailures,
     )
 )]
 pub async fn get(

@@ -7,7 +7,7 @@ use utoipa::IntoParams;
 
 use super::access::require_on_sequence;
 use super::caller::Caller;
-use super::error::{ApiError, ErrorBody};
+use super::error::{ApiError, ErrorBody, RegistryFailures};
 use super::paging::page_limit;
 use crate::auth::{Resource, Verb};
 use crate::domain::SequenceName;
@@ -38,8 +38,7 @@ pub struct EventsQuery {
         (status = 401, description = "unauthorized", body = ErrorBody),
         (status = 403, description = "forbidden: the token has no read scope on the sequence", body = ErrorBody),
         (status = 404, description = "not_found", body = ErrorBody),
-        (status = 500, description = "internal", body = ErrorBody),
-        (status = 503, description = "unavailable", body = ErrorBody),
+        RegistryFailures,
     )
 )]
 pub async fn list(
@@ -62,8 +61,7 @@ pub async fn list(
         (status = 400, description = "invalid_request", body = ErrorBody),
         (status = 401, description = "unauthorized", body = ErrorBody),
         (status = 403, description = "forbidden: the token is no admin of everything (admin:*)", body = ErrorBody),
-        (status = 500, description = "internal", body = ErrorBody),
-        (status = 503, description = "unavailable", body = ErrorBody),
+        RegistryFailures,
     )
 )]
 pub async fn list_all(

@@ -7,7 +7,7 @@ use serde_json::Number;
 use utoipa::ToSchema;
 
 use super::caller::Caller;
-use super::error::{ApiError, ErrorBody};
+use super::error::{ApiError, ErrorBody, RegistryFailures};
 use super::extract::JsonObject;
 use super::paging::ListQuery;
 use crate::auth::{Resource, Verb};
@@ -52,8 +52,7 @@ pub struct CreateFamilyBody {
         (status = 403, description = "forbidden: the token has no admin scope on the name", body = ErrorBody),
         (status = 409, description = "name_taken (family names are never reused)", body = ErrorBody),
         (status = 413, description = "payload_too_large", body = ErrorBody),
-        (status = 500, description = "internal", body = ErrorBody),
-        (status = 503, description = "unavailable", body = ErrorBody),
+        RegistryFailures,
     )
 )]
 pub async fn create(
@@ -83,8 +82,7 @@ pub async fn create(
         (status = 401, description = "unauthorized", body = ErrorBody),
         (status = 403, description = "forbidden: the token has no read scope on the family", body = ErrorBody),
         (status = 404, description = "not_found", body = ErrorBody),
-        (status = 500, description = "internal", body = ErrorBody),
-        (status = 503, description = "unavailable", body = ErrorBody),
+        RegistryFailures,
     )
 )]
 pub async fn get(
@@ -104,8 +102,7 @@ pub async fn get(
         (status = 400, description = "invalid_request", body = ErrorBody),
         (status = 401, description = "unauthorized", body = ErrorBody),
         (status = 403, description = "forbidden: the token has no read scope at all", body = ErrorBody),
-        (status = 500, description = "internal", body = ErrorBody),
-        (status = 503, description = "unavailable", body = ErrorBody),
+        RegistryFailures,
     )
 )]
 pub async fn list(
@@ -132,8 +129,7 @@ pub async fn list(
         (status = 401, description = "unauthorized", body = ErrorBody),
         (status = 403, description = "forbidden: the token has no admin scope on the family", body = ErrorBody),
         (status = 404, description = "not_found", body = ErrorBody),
-        (status = 500, description = "internal", body = ErrorBody),
-        (status = 503, description = "unavailable", body = ErrorBody),
+        RegistryFailures,
     )
 )]
 pub async fn retire(

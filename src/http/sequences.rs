@@ -10,7 +10,7 @@ use utoipa::ToSchema;
 use super::access::{require_claim, require_on_sequence};
 use super::caller::Caller;
 use super::error::ApiError;
-use super::error::ErrorBody;
+use super::error::{ErrorBody, RegistryFailures};
 use super::extract::JsonObject;
 use super::paging::ListQuery;
 use crate::auth::{Resource, Verb};
@@ -225,8 +225,7 @@ pub struct AddRangeBody {
         (status = 403, description = "forbidden: the token lacks admin scope on the name or on the namespace (a formatted sequence's number space)", body = ErrorBody),
         (status = 409, description = "name_taken or range_overlap", body = ErrorBody),
         (status = 413, description = "payload_too_large", body = ErrorBody),
-        (status = 500, description = "internal", body = ErrorBody),
-        (status = 503, description = "unavailable", body = ErrorBody),
+        RegistryFailures,
     )
 )]
 pub async fn create(
@@ -253,8 +252,7 @@ pub async fn create(
         (status = 409, description = "range_overlap", body = ErrorBody),
         (status = 410, description = "sequence_retired", body = ErrorBody),
         (status = 413, description = "payload_too_large", body = ErrorBody),
-        (status = 500, description = "internal", body = ErrorBody),
-        (status = 503, description = "unavailable", body = ErrorBody),
+        RegistryFailures,
     )
 )]
 pub async fn add_range(
@@ -289,8 +287,7 @@ pub async fn add_range(
         (status = 401, description = "unauthorized", body = ErrorBody),
         (status = 403, description = "forbidden: the token has no read scope on the sequence (on any sequence, for the list)", body = ErrorBody),
         (status = 404, description = "not_found", body = ErrorBody),
-        (status = 500, description = "internal", body = ErrorBody),
-        (status = 503, description = "unavailable", body = ErrorBody),
+        RegistryFailures,
     )
 )]
 pub async fn get(
@@ -310,8 +307,7 @@ pub async fn get(
         (status = 400, description = "invalid_request", body = ErrorBody),
         (status = 401, description = "unauthorized", body = ErrorBody),
         (status = 403, description = "forbidden: the token has no read scope on the sequence (on any sequence, for the list)", body = ErrorBody),
-        (status = 500, description = "internal", body = ErrorBody),
-        (status = 503, description = "unavailable", body = ErrorBody),
+        RegistryFailures,
     )
 )]
 pub async fn list(
@@ -347,8 +343,7 @@ pub async fn list(
         (status = 404, description = "not_found", body = ErrorBody),
         (status = 410, description = "sequence_retired", body = ErrorBody),
         (status = 413, description = "payload_too_large", body = ErrorBody),
-        (status = 500, description = "internal", body = ErrorBody),
-        (status = 503, description = "unavailable", body = ErrorBody),
+        RegistryFailures,
     )
 )]
 pub async fn update(

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::caller::Caller;
-use super::error::{ApiError, ErrorBody};
+use super::error::{ApiError, ErrorBody, RegistryFailures};
 use super::extract::JsonObject;
 use crate::auth::{secret, Resource, Scope, Verb};
 use crate::domain::SequenceName;
@@ -52,8 +52,7 @@ const MAX_SCOPES: usize = 100;
         (status = 403, description = "forbidden: the token is no admin of everything (admin:*)", body = ErrorBody),
         (status = 409, description = "token_name_taken", body = ErrorBody),
         (status = 413, description = "payload_too_large", body = ErrorBody),
-        (status = 500, description = "internal", body = ErrorBody),
-        (status = 503, description = "unavailable", body = ErrorBody),
+        RegistryFailures,
     )
 )]
 pub async fn create(
@@ -100,8 +99,7 @@ pub async fn create(
         (status = 200, description = "Every token, revoked ones too, oldest first; never a secret", body = TokenList),
         (status = 401, description = "unauthorized", body = ErrorBody),
         (status = 403, description = "forbidden: the token is no admin of everything (admin:*)", body = ErrorBody),
-        (status = 500, description = "internal", body = ErrorBody),
-        (status = 503, description = "unavailable", body = ErrorBody),
+        RegistryFailures,
     )
 )]
 pub async fn list(caller: Caller, service: web::Data<Service>) -> Result<HttpResponse, ApiError> {
@@ -119,8 +117,7 @@ pub async fn list(caller: Caller, service: web::Data<Service>) -> Result<HttpRes
         (status = 401, description = "unauthorized", body = ErrorBody),
         (status = 403, description = "forbidden: the token is no admin of everything (admin:*)", body = ErrorBody),
         (status = 404, description = "not_found", body = ErrorBody),
-        (status = 500, description = "internal", body = ErrorBody),
-        (status = 503, description = "unavailable", body = ErrorBody),
+        RegistryFailures,
     )
 )]
 pub async fn revoke(

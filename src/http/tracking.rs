@@ -6,7 +6,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::caller::Caller;
-use super::error::{ApiError, ErrorBody};
+use super::error::{ApiError, ErrorBody, RegistryFailures};
 use crate::auth::{Resource, Verb};
 use crate::carriers::{normalise, recognise};
 use crate::registry;
@@ -41,8 +41,7 @@ pub struct Issued {
         (status = 200, description = "What the number is, whether it is valid, and whether seqvend vended it", body = TrackingNumber),
         (status = 400, description = "invalid_request: over 64 letters and digits, or other characters", body = ErrorBody),
         (status = 401, description = "unauthorized", body = ErrorBody),
-        (status = 500, description = "internal", body = ErrorBody),
-        (status = 503, description = "unavailable", body = ErrorBody),
+        RegistryFailures,
     )
 )]
 pub async fn get(
