@@ -12,7 +12,7 @@ use super::idempotent::refuse_key;
 use super::vend::batch_count;
 use crate::auth::Verb;
 use crate::domain::{CounterKey, SequenceName};
-use crate::registry::{self, CounterView};
+use crate::registry::CounterView;
 use crate::service::Service;
 use crate::vend::{CounterAsk, CounterOutcome};
 
@@ -130,7 +130,7 @@ pub async fn get(
 ) -> Result<HttpResponse, ApiError> {
     let (family_name, key) = parse_path(&path)?;
     caller.require(Verb::Read, family(family_name.as_str()))?;
-    let counter = registry::get_counter(service.registry(), &family_name, &key).await?;
+    let counter = service.get_counter(&family_name, &key).await?;
     Ok(HttpResponse::Ok().json(counter))
 }
 

@@ -11,7 +11,7 @@ use super::error::{ApiError, ErrorBody, RegistryFailures};
 use super::paging::page_limit;
 use crate::auth::{Resource, Verb};
 use crate::domain::SequenceName;
-use crate::registry::{self, EventPage};
+use crate::registry::EventPage;
 use crate::service::Service;
 
 #[derive(Deserialize, IntoParams)]
@@ -50,8 +50,7 @@ pub async fn list(
     let name = SequenceName::parse(&name)?;
     require_on_sequence(&caller, Verb::Read, &service, &name).await?;
     let (after, limit) = query.page()?;
-    Ok(HttpResponse::Ok()
-        .json(registry::list_events(service.registry(), &name, after, limit).await?))
+    Ok(HttpResponse::Ok().json(service.list_events(&name, after, limit).await?))
 }
 
 #[utoipa::path(
@@ -71,7 +70,7 @@ pub async fn list_all(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Verb::Admin, Resource::Service)?;
     let (after, limit) = query.page()?;
-    Ok(HttpResponse::Ok().json(registry::list_all_events(service.registry(), after, limit).await?))
+    Ok(HttpResponse::Ok().json(service.list_all_events(after, limit).await?))
 }
 
 impl EventsQuery {

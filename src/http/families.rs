@@ -12,7 +12,7 @@ use super::extract::JsonObject;
 use super::paging::ListQuery;
 use crate::auth::{Resource, Verb};
 use crate::domain::{SequenceName, SequenceSpec};
-use crate::registry::{self, FamilyPage, FamilyView};
+use crate::registry::{FamilyPage, FamilyView};
 use crate::service::Service;
 
 /// What a scope names when it covers a family.
@@ -68,7 +68,7 @@ pub async fn create(
         body.increment.as_ref(),
     )?;
     caller.require(Verb::Admin, family(name.as_str()))?;
-    let created = registry::create_family(service.registry(), &name, spec, caller.name()).await?;
+    let created = service.create_family(&name, spec, caller.name()).await?;
     tracing::info!(family = %name, "counter family created");
     Ok(HttpResponse::Created().json(created))
 }
@@ -92,7 +92,7 @@ pub async fn get(
 ) -> Result<HttpResponse, ApiError> {
     let name = SequenceName::parse(&name)?;
     caller.require(Verb::Read, family(name.as_str()))?;
-    Ok(HttpResponse::Ok().json(registry::get_family(service.registry(), &name).await?))
+    Ok(HttpResponse::Ok().json(service.get_family(&name).await?))
 }
 
 #[utoipa::path(
@@ -112,8 +112,9 @@ pub async fn list(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Verb::Read, Resource::AnySequence)?;
     let asked = query.page("family")?;
-    let mut page =
-        registry::list_families(service.registry(), asked.after.as_ref(), asked.limit).await?;
+    let mut page = service
+        .list_families(asked.after.as_ref(), asked.limit)
+        .await?;
     // A token scoped to some families sees those; the page keeps its place in the names.
     page.families
         .retain(|listed| caller.may(Verb::Read, family(&listed.name)));
@@ -139,7 +140,7 @@ pub async fn retire(
 ) -> Result<HttpResponse, ApiError> {
     let name = SequenceName::parse(&name)?;
     caller.require(Verb::Admin, family(name.as_str()))?;
-    let retired = registry::retire_family(service.registry(), &name, caller.name()).await?;
+    let retired = service.retire_family(&name, caller.name()).await?;
     tracing::info!(family = %name, "counter family retired");
     Ok(HttpResponse::Ok().json(retired))
 }

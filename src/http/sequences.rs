@@ -16,9 +16,7 @@ use super::paging::ListQuery;
 use crate::auth::{Resource, Verb};
 use crate::carriers::{Format, FormatError};
 use crate::domain::{AlertThresholds, CachePolicy, RangeBounds, SequenceName, SequenceSpec};
-use crate::registry::{
-    self, Known, NewSequence, RangeView, SequencePage, SequenceView, SettingsChange,
-};
+use crate::registry::{Known, NewSequence, RangeView, SequencePage, SequenceView, SettingsChange};
 use crate::service::Service;
 
 /// Bounds arrive as JSON numbers and are checked by the domain types, so a bound outside
@@ -235,7 +233,7 @@ pub async fn create(
 ) -> Result<HttpResponse, ApiError> {
     let new = NewSequence::try_from(body.0)?;
     require_claim(&caller, new.name.as_str(), new.namespace.as_str())?;
-    let sequence = registry::create_sequence(service.registry(), new, caller.name()).await?;
+    let sequence = service.create_sequence(new, caller.name()).await?;
     tracing::info!(sequence = %sequence.name, "sequence created");
     Ok(HttpResponse::Created().json(sequence))
 }
@@ -274,7 +272,7 @@ pub async fn add_range(
             format.check_range(bounds.min(), bounds.max())?;
         }
     }
-    let range = registry::add_range(service.registry(), &name, bounds, caller.name()).await?;
+    let range = service.add_range(&name, bounds, caller.name()).await?;
     tracing::info!(sequence = %name, min = range.min, max = range.max, "range added");
     Ok(HttpResponse::Created().json(range))
 }
@@ -297,7 +295,7 @@ pub async fn get(
 ) -> Result<HttpResponse, ApiError> {
     let name = SequenceName::parse(&name)?;
     require_on_sequence(&caller, Verb::Read, &service, &name).await?;
-    Ok(HttpResponse::Ok().json(registry::get_sequence(service.registry(), &name).await?))
+    Ok(HttpResponse::Ok().json(service.get_sequence(&name).await?))
 }
 
 #[utoipa::path(
@@ -317,8 +315,9 @@ pub async fn list(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Verb::Read, Resource::AnySequence)?;
     let asked = query.page("sequence")?;
-    let mut page =
-        registry::list_sequences(service.registry(), asked.after.as_ref(), asked.limit).await?;
+    let mut page = service
+        .list_sequences(asked.after.as_ref(), asked.limit)
+        .await?;
     // A token scoped to some sequences sees those; the page keeps its place in the names.
     page.sequences.retain(|sequence| {
         caller.may(
@@ -355,8 +354,9 @@ pub async fn update(
     let name = SequenceName::parse(&name)?;
     require_on_sequence(&caller, Verb::Admin, &service, &name).await?;
     let change = SettingsChange::try_from(&*body)?;
-    let sequence =
-        registry::change_settings(service.registry(), &name, change, caller.name()).await?;
+    let sequence = service
+        .change_settings(&name, change, caller.name())
+        .await?;
     tracing::info!(sequence = %name, cache = ?sequence.cache, alerts = ?sequence.alerts, "settings changed");
     Ok(HttpResponse::Ok().json(sequence))
 }

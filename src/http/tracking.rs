@@ -9,7 +9,6 @@ use super::caller::Caller;
 use super::error::{ApiError, ErrorBody, RegistryFailures};
 use crate::auth::{Resource, Verb};
 use crate::carriers::{normalise, recognise};
-use crate::registry;
 use crate::service::Service;
 
 #[derive(Serialize, ToSchema)]
@@ -53,17 +52,15 @@ pub async fn get(
     let number = normalise(&number).map_err(|err| ApiError::InvalidRequest(err.to_string()))?;
     let seen = recognise(&number);
     // Which sequence vended it is told only to a caller who may read that sequence.
-    let issued = registry::issued(service.registry(), &seen.origins)
-        .await?
-        .filter(|i| {
-            caller.may(
-                Verb::Read,
-                Resource::Sequence {
-                    name: &i.sequence,
-                    namespace: Some(&i.namespace),
-                },
-            )
-        });
+    let issued = service.issued(&seen.origins).await?.filter(|i| {
+        caller.may(
+            Verb::Read,
+            Resource::Sequence {
+                name: &i.sequence,
+                namespace: Some(&i.namespace),
+            },
+        )
+    });
     Ok(HttpResponse::Ok().json(TrackingNumber {
         number,
         valid: seen.valid,

@@ -7,6 +7,7 @@
 mod keys;
 mod lease;
 mod notification_hub;
+mod resources;
 mod retire;
 mod vend;
 mod workers;
