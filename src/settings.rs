@@ -259,62 +259,11 @@ impl Settings {
     /// Like `from_env`, reading variables through `lookup` (empty values count as unset).
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> anyhow::Result<Self> {
         let var = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
-        let tokens = BootstrapTokens::new(
-            &var("SEQVEND_ADMIN_TOKENS").unwrap_or_default(),
-            &var("SEQVEND_VEND_TOKENS").unwrap_or_default(),
-            parse_bool(
-                ("SEQVEND_AUTH_DISABLED", var("SEQVEND_AUTH_DISABLED")),
-                false,
-            )?,
-        );
-        if tokens.is_empty() && !tokens.disabled() {
-            bail!(
-                "no tokens configured: set SEQVEND_ADMIN_TOKENS (and SEQVEND_VEND_TOKENS), \
-                 or set SEQVEND_AUTH_DISABLED=true to run without authentication"
-            );
-        }
         let get = |name: &'static str| (name, var(name));
-        let (db, vend, watch) = (
-            DatabaseSettings::default(),
-            VendSettings::default(),
-            WatchSettings::default(),
-        );
-        let database = DatabaseSettings {
-            vend_pool_size: parse(get("SEQVEND_POOL_SIZE"), db.vend_pool_size)?,
-            admin_pool_size: parse(get("SEQVEND_ADMIN_POOL_SIZE"), db.admin_pool_size)?,
-            connect_timeout: millis(get("SEQVEND_DB_TIMEOUT_MS"), db.connect_timeout)?,
-            tcp_timeout: millis(get("SEQVEND_DB_TCP_TIMEOUT_MS"), db.tcp_timeout)?,
-            statement_timeout: millis(get("SEQVEND_STATEMENT_TIMEOUT_MS"), db.statement_timeout)?,
-            lock_timeout: millis(get("SEQVEND_LOCK_TIMEOUT_MS"), db.lock_timeout)?,
-            startup_patience: db.startup_patience,
-        };
-        // The kernel counts keepalives in whole seconds: less than one would refuse every connection.
-        if database.tcp_timeout < Duration::from_secs(1) {
-            bail!("SEQVEND_DB_TCP_TIMEOUT_MS must be at least 1000");
-        }
-        let vend = VendSettings {
-            coalesce: parse_bool(get("SEQVEND_COALESCE"), vend.coalesce)?,
-            batch_max_requests: parse(get("SEQVEND_BATCH_MAX"), vend.batch_max_requests)?,
-            batch_max_values: parse(get("SEQVEND_BATCH_MAX_VALUES"), vend.batch_max_values)?,
-            queue_bound: parse(get("SEQVEND_QUEUE_BOUND"), vend.queue_bound)?,
-            deadline: millis(get("SEQVEND_VEND_DEADLINE_MS"), vend.deadline)?,
-            statement_deadline: database.statement_timeout + database.connect_timeout,
-            key_ttl: Duration::from_secs(parse(
-                get("SEQVEND_IDEMPOTENCY_TTL_S"),
-                vend.key_ttl.as_secs(),
-            )?),
-            keys_per_token: parse(
-                get("SEQVEND_IDEMPOTENCY_KEYS_PER_TOKEN"),
-                vend.keys_per_token,
-            )?,
-        };
-        let watch = WatchSettings {
-            interval: Duration::from_secs(parse(
-                get("SEQVEND_WATCH_INTERVAL_S"),
-                watch.interval.as_secs(),
-            )?),
-            metrics_sequences: parse(get("SEQVEND_METRICS_SEQUENCES"), watch.metrics_sequences)?,
-        };
+        let tokens = token_settings(&get)?;
+        let database = database_settings(&get)?;
+        let vend = vend_settings(&get, &database)?;
+        let watch = watch_settings(&get)?;
         let ids = id_settings(&get)?;
         let cache = cache_settings(&get)?;
         let listen = var("SEQVEND_LISTEN").unwrap_or_else(|| "127.0.0.1:8080".into());
@@ -342,6 +291,75 @@ impl Settings {
             cache,
         })
     }
+}
+
+/// The bootstrap tokens; none at all is refused unless authentication is explicitly off.
+fn token_settings(get: &impl Fn(&'static str) -> Var) -> anyhow::Result<BootstrapTokens> {
+    let tokens = BootstrapTokens::new(
+        &get("SEQVEND_ADMIN_TOKENS").1.unwrap_or_default(),
+        &get("SEQVEND_VEND_TOKENS").1.unwrap_or_default(),
+        parse_bool(get("SEQVEND_AUTH_DISABLED"), false)?,
+    );
+    if tokens.is_empty() && !tokens.disabled() {
+        bail!(
+            "no tokens configured: set SEQVEND_ADMIN_TOKENS (and SEQVEND_VEND_TOKENS), \
+             or set SEQVEND_AUTH_DISABLED=true to run without authentication"
+        );
+    }
+    Ok(tokens)
+}
+
+fn database_settings(get: &impl Fn(&'static str) -> Var) -> anyhow::Result<DatabaseSettings> {
+    let db = DatabaseSettings::default();
+    let database = DatabaseSettings {
+        vend_pool_size: parse(get("SEQVEND_POOL_SIZE"), db.vend_pool_size)?,
+        admin_pool_size: parse(get("SEQVEND_ADMIN_POOL_SIZE"), db.admin_pool_size)?,
+        connect_timeout: millis(get("SEQVEND_DB_TIMEOUT_MS"), db.connect_timeout)?,
+        tcp_timeout: millis(get("SEQVEND_DB_TCP_TIMEOUT_MS"), db.tcp_timeout)?,
+        statement_timeout: millis(get("SEQVEND_STATEMENT_TIMEOUT_MS"), db.statement_timeout)?,
+        lock_timeout: millis(get("SEQVEND_LOCK_TIMEOUT_MS"), db.lock_timeout)?,
+        startup_patience: db.startup_patience,
+    };
+    // The kernel counts keepalives in whole seconds: less than one would refuse every connection.
+    if database.tcp_timeout < Duration::from_secs(1) {
+        bail!("SEQVEND_DB_TCP_TIMEOUT_MS must be at least 1000");
+    }
+    Ok(database)
+}
+
+/// The vend settings; a statement's deadline follows from the database's timeouts.
+fn vend_settings(
+    get: &impl Fn(&'static str) -> Var,
+    database: &DatabaseSettings,
+) -> anyhow::Result<VendSettings> {
+    let vend = VendSettings::default();
+    Ok(VendSettings {
+        coalesce: parse_bool(get("SEQVEND_COALESCE"), vend.coalesce)?,
+        batch_max_requests: parse(get("SEQVEND_BATCH_MAX"), vend.batch_max_requests)?,
+        batch_max_values: parse(get("SEQVEND_BATCH_MAX_VALUES"), vend.batch_max_values)?,
+        queue_bound: parse(get("SEQVEND_QUEUE_BOUND"), vend.queue_bound)?,
+        deadline: millis(get("SEQVEND_VEND_DEADLINE_MS"), vend.deadline)?,
+        statement_deadline: database.statement_timeout + database.connect_timeout,
+        key_ttl: Duration::from_secs(parse(
+            get("SEQVEND_IDEMPOTENCY_TTL_S"),
+            vend.key_ttl.as_secs(),
+        )?),
+        keys_per_token: parse(
+            get("SEQVEND_IDEMPOTENCY_KEYS_PER_TOKEN"),
+            vend.keys_per_token,
+        )?,
+    })
+}
+
+fn watch_settings(get: &impl Fn(&'static str) -> Var) -> anyhow::Result<WatchSettings> {
+    let watch = WatchSettings::default();
+    Ok(WatchSettings {
+        interval: Duration::from_secs(parse(
+            get("SEQVEND_WATCH_INTERVAL_S"),
+            watch.interval.as_secs(),
+        )?),
+        metrics_sequences: parse(get("SEQVEND_METRICS_SEQUENCES"), watch.metrics_sequences)?,
+    })
 }
 
 fn cache_settings(get: &impl Fn(&'static str) -> Var) -> anyhow::Result<CacheSettings> {

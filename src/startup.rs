@@ -52,41 +52,29 @@ impl Application {
         database_url: &str,
         clock: Clock,
     ) -> anyhow::Result<Self> {
-        let (registry, vend_pool) = db::pools(database_url, &settings.database)?;
-        db::wait_until_reachable(&registry, settings.database.startup_patience).await?;
-        migrate::run(&registry).await?;
+        let (registry, vend_pool) = connect(database_url, settings).await?;
         let metrics = Arc::new(Metrics::with_sequence_limit(
             settings.watch.metrics_sequences,
         ));
         let vender = Vender::start(vend_pool.clone(), metrics.clone(), settings.vend.clone());
         let counters = Counters::start(vend_pool.clone(), metrics.clone(), settings.vend.clone());
         let catalog = Arc::new(Catalog::new(settings.vend.statement_deadline));
-        let cache = InstanceCache::new(
-            vender.clone(),
-            registry.clone(),
-            metrics.clone(),
-            settings.cache.clone(),
-            settings.vend.deadline,
-        );
-        let keeper = cache::spawn_keeper(cache.clone());
+        let cache = instance_cache(&vender, &registry, &metrics, settings);
         let token_store = Arc::new(TokenStore::new(
             registry.clone(),
             settings.vend.statement_deadline,
         ));
-        let token_changes = TokenChanges::new(token_store.clone());
-        let pinger = token_changes.spawn_pinger(registry.clone());
-        let notifications = service::spawn_notification_hub(
-            registry.clone(),
-            cache.clone(),
-            catalog.clone(),
-            token_changes,
+        let tasks = spawn_tasks(
+            &registry,
+            &cache,
+            &catalog,
+            &token_store,
+            &metrics,
+            settings,
         );
-        let purge = idempotency::spawn_purge(registry.clone(), settings.vend.keys_per_token);
-        let sampler = usage::spawn(registry.clone(), metrics.clone(), settings.watch.clone());
         let (snowflake, renewer) =
             start_snowflake(&registry, &metrics, settings, clock.clone()).await?;
         let uuids = UuidV7s::new(clock, metrics.clone());
-
         let (registry_for_shutdown, snowflake_for_shutdown) = (registry.clone(), snowflake.clone());
         let listener = TcpListener::bind(settings.listen)?;
         let port = listener.local_addr()?.port();
@@ -114,7 +102,7 @@ impl Application {
             registry: registry_for_shutdown,
             snowflake: snowflake_for_shutdown,
             cache,
-            tasks: BackgroundTasks(vec![renewer, keeper, notifications, sampler, pinger, purge]),
+            tasks: BackgroundTasks(std::iter::once(renewer).chain(tasks).collect()),
         })
     }
 
@@ -160,6 +148,56 @@ impl Application {
         }
         served
     }
+}
+
+/// The two pools, once the database answers and is migrated.
+async fn connect(
+    database_url: &str,
+    settings: &Settings,
+) -> anyhow::Result<(sqlx::PgPool, db::VendPool)> {
+    let (registry, vend_pool) = db::pools(database_url, &settings.database)?;
+    db::wait_until_reachable(&registry, settings.database.startup_patience).await?;
+    migrate::run(&registry).await?;
+    Ok((registry, vend_pool))
+}
+
+fn instance_cache(
+    vender: &Vender,
+    registry: &sqlx::PgPool,
+    metrics: &Arc<Metrics>,
+    settings: &Settings,
+) -> InstanceCache {
+    InstanceCache::new(
+        vender.clone(),
+        registry.clone(),
+        metrics.clone(),
+        settings.cache.clone(),
+        settings.vend.deadline,
+    )
+}
+
+/// Starts the background tasks that serve the instance: the instance cache's keeper, the token
+/// store's pinger, the notification hub, the idempotency purge and the usage sampler.
+fn spawn_tasks(
+    registry: &sqlx::PgPool,
+    cache: &InstanceCache,
+    catalog: &Arc<Catalog>,
+    token_store: &Arc<TokenStore>,
+    metrics: &Arc<Metrics>,
+    settings: &Settings,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    let keeper = cache::spawn_keeper(cache.clone());
+    let token_changes = TokenChanges::new(token_store.clone());
+    let pinger = token_changes.spawn_pinger(registry.clone());
+    let notifications = service::spawn_notification_hub(
+        registry.clone(),
+        cache.clone(),
+        catalog.clone(),
+        token_changes,
+    );
+    let purge = idempotency::spawn_purge(registry.clone(), settings.vend.keys_per_token);
+    let sampler = usage::spawn(registry.clone(), metrics.clone(), settings.watch.clone());
+    vec![keeper, notifications, sampler, pinger, purge]
 }
 
 /// Fixes the Snowflake layout in the database (refusing a different one), takes the first

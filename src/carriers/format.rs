@@ -141,25 +141,36 @@ fn made_of(alphabet: &'static [u8], lengths: &'static [usize]) -> impl Fn(&str) 
     move |s| lengths.contains(&s.len()) && s.bytes().all(|b| alphabet.contains(&b))
 }
 
+/// A format kind and the parameters it takes (as `Params::only` reads them).
+fn kind_and_params(kind: Option<&str>) -> Result<(&'static str, &'static str), FormatError> {
+    Ok(match kind {
+        Some("ups_1z") => ("ups_1z", "account, service"),
+        Some("fedex_express") => ("fedex_express", "none"),
+        Some("fedex_ground") => ("fedex_ground", "shipper_id"),
+        Some("fedex_ground_96") => ("fedex_ground_96", "scnc, service, shipper_id"),
+        Some("sscc18") => ("sscc18", "extension, company_prefix"),
+        Some("usps_impb") => ("usps_impb", "service_type, mailer_id, length"),
+        Some("s10") => ("s10", "service, country"),
+        Some("dhl_express") => ("dhl_express", "none"),
+        Some("ontrac") => ("ontrac", "prefix"),
+        Some("canada_post") => ("canada_post", "origin_id"),
+        _ => return Err(FormatError::UnknownKind),
+    })
+}
+
 impl Format {
     pub fn parse(raw: &Value) -> Result<Self, FormatError> {
         let raw = raw.as_object().ok_or(FormatError::NotAnObject)?;
-        let kind = raw.get("kind").and_then(Value::as_str);
-        let (kind, takes): (&'static str, &'static str) = match kind {
-            Some("ups_1z") => ("ups_1z", "account, service"),
-            Some("fedex_express") => ("fedex_express", "none"),
-            Some("fedex_ground") => ("fedex_ground", "shipper_id"),
-            Some("fedex_ground_96") => ("fedex_ground_96", "scnc, service, shipper_id"),
-            Some("sscc18") => ("sscc18", "extension, company_prefix"),
-            Some("usps_impb") => ("usps_impb", "service_type, mailer_id, length"),
-            Some("s10") => ("s10", "service, country"),
-            Some("dhl_express") => ("dhl_express", "none"),
-            Some("ontrac") => ("ontrac", "prefix"),
-            Some("canada_post") => ("canada_post", "origin_id"),
-            _ => return Err(FormatError::UnknownKind),
-        };
+        let (kind, takes) = kind_and_params(raw.get("kind").and_then(Value::as_str))?;
         let p = Params { kind, takes, raw };
-        let format = match kind {
+        let format = Self::of_params(&p)?;
+        p.only()?;
+        Ok(format)
+    }
+
+    /// The format of `p.kind`, each of its parameters read and checked.
+    fn of_params(p: &Params<'_>) -> Result<Self, FormatError> {
+        Ok(match p.kind {
             "ups_1z" => Self::Ups1z {
                 account: p.text(
                     "account",
@@ -189,26 +200,7 @@ impl Format {
                     made_of(DIGITS, &[7, 8, 9, 10]),
                 )?,
             },
-            "usps_impb" => Self::UspsImpb {
-                service_type: p.text("service_type", "3 digits", made_of(DIGITS, &[3]))?,
-                // The first digit tells a 6-digit MID from a 9-digit one (Pub 199).
-                mailer_id: p.text(
-                    "mailer_id",
-                    "6 digits beginning with 0-8, or 9 digits beginning with 9",
-                    |s| made_of(DIGITS, &[6, 9])(s) && (s.len() == 9) == s.starts_with('9'),
-                )?,
-                length: match raw.get("length") {
-                    None | Some(Value::Null) => 22,
-                    Some(n) if n.as_u64() == Some(22) => 22,
-                    Some(n) if n.as_u64() == Some(26) => 26,
-                    Some(_) => {
-                        return Err(FormatError::Invalid {
-                            param: "length",
-                            rule: "the number 22 or 26",
-                        })
-                    }
-                },
-            },
+            "usps_impb" => Self::usps_impb(p)?,
             "s10" => Self::S10 {
                 service: p.text("service", "2 upper-case letters", made_of(LETTERS, &[2]))?,
                 country: p.text(
@@ -224,10 +216,31 @@ impl Format {
             "canada_post" => Self::CanadaPost {
                 origin_id: p.text("origin_id", "7 digits", made_of(DIGITS, &[7]))?,
             },
-            _ => unreachable!("every kind is matched above"),
-        };
-        p.only()?;
-        Ok(format)
+            _ => unreachable!("every kind is matched in `kind_and_params`"),
+        })
+    }
+
+    fn usps_impb(p: &Params<'_>) -> Result<Self, FormatError> {
+        Ok(Self::UspsImpb {
+            service_type: p.text("service_type", "3 digits", made_of(DIGITS, &[3]))?,
+            // The first digit tells a 6-digit MID from a 9-digit one (Pub 199).
+            mailer_id: p.text(
+                "mailer_id",
+                "6 digits beginning with 0-8, or 9 digits beginning with 9",
+                |s| made_of(DIGITS, &[6, 9])(s) && (s.len() == 9) == s.starts_with('9'),
+            )?,
+            length: match p.raw.get("length") {
+                None | Some(Value::Null) => 22,
+                Some(n) if n.as_u64() == Some(22) => 22,
+                Some(n) if n.as_u64() == Some(26) => 26,
+                Some(_) => {
+                    return Err(FormatError::Invalid {
+                        param: "length",
+                        rule: "the number 22 or 26",
+                    })
+                }
+            },
+        })
     }
 
     pub fn kind(&self) -> &'static str {

@@ -208,9 +208,20 @@ const DHL_ECOMMERCE_PREFIXES: [&[u8]; 10] = [
     b"GM", b"LX", b"RX", b"UV", b"CN", b"SG", b"TH", b"IN", b"HK", b"MY",
 ];
 
+/// Every other layout, in the order they are listed when several fit.
 fn others(n: &[u8], out: &mut Vec<Reading>) {
-    let len = n.len();
-    if len == 16 && digits(n) {
+    canada_post(n, out);
+    dhl_express(n, out);
+    if n.len() == 14 && digits(n) {
+        out.push(Reading::new("DHL", "dhl_ecommerce_14", true));
+    }
+    s10(n, out);
+    ontrac(n, out);
+    without_check_digit(n, out);
+}
+
+fn canada_post(n: &[u8], out: &mut Vec<Reading>) {
+    if n.len() == 16 && digits(n) {
         let ok = printed(n[15], gs1_mod10(&n[..15]));
         let format = Format::CanadaPost {
             origin_id: text(&n[..7]),
@@ -221,6 +232,10 @@ fn others(n: &[u8], out: &mut Vec<Reading>) {
                 .origin(format, &n[7..15]),
         );
     }
+}
+
+fn dhl_express(n: &[u8], out: &mut Vec<Reading>) {
+    let len = n.len();
     if (len == 10 || len == 11) && digits(n) {
         let ok = printed(n[len - 1], dhl_mod7(&n[..len - 1]));
         let mut reading = Reading::new("DHL", "dhl_express", ok).serial(&n[..len - 1]);
@@ -229,10 +244,10 @@ fn others(n: &[u8], out: &mut Vec<Reading>) {
         }
         out.push(reading);
     }
-    if len == 14 && digits(n) {
-        out.push(Reading::new("DHL", "dhl_ecommerce_14", true));
-    }
-    if len == 13 && letters(&n[..2]) && digits(&n[2..11]) && letters(&n[11..]) {
+}
+
+fn s10(n: &[u8], out: &mut Vec<Reading>) {
+    if n.len() == 13 && letters(&n[..2]) && digits(&n[2..11]) && letters(&n[11..]) {
         let ok = printed(n[10], s10_mod11(&n[2..10])) && is_country(&n[11..]);
         let format = Format::S10 {
             service: text(&n[..2]),
@@ -244,7 +259,10 @@ fn others(n: &[u8], out: &mut Vec<Reading>) {
                 .origin(format, &n[2..10]),
         );
     }
-    if len == 15 && (n[0] == b'C' || n[0] == b'D') && digits(&n[1..]) {
+}
+
+fn ontrac(n: &[u8], out: &mut Vec<Reading>) {
+    if n.len() == 15 && (n[0] == b'C' || n[0] == b'D') && digits(&n[1..]) {
         // Always the letter's value + 13 digits (§6, trap 6).
         let mut input = vec![b'0' + ups_value(n[0])];
         input.extend_from_slice(&n[1..14]);
@@ -258,6 +276,11 @@ fn others(n: &[u8], out: &mut Vec<Reading>) {
                 .origin(format, &n[1..14]),
         );
     }
+}
+
+/// Layouts with no check digit: recognised by their shape alone.
+fn without_check_digit(n: &[u8], out: &mut Vec<Reading>) {
+    let len = n.len();
     if len == 15 && n.starts_with(b"TB") && b"ACM".contains(&n[2]) && digits(&n[3..]) {
         out.push(Reading::new("Amazon", "amazon_logistics", true));
     }

@@ -161,10 +161,7 @@ fn plan_sequences(command: Sequences) -> Request {
             insert_some(&mut body, "increment", increment);
             insert_some(&mut body, "namespace", namespace);
             insert_some(&mut body, "format", format);
-            if let Some(size) = cache_size {
-                body.insert("cache".into(), cache(size, buffer_seconds, cache_min));
-            }
-            insert_some(&mut body, "alerts", alert_thresholds(&alerts));
+            insert_policies(&mut body, cache_size, buffer_seconds, cache_min, &alerts);
             Request::new(Method::POST, &["sequences"], render::sequence).body(Value::Object(body))
         }
         Sequences::AddRange { name, min, max } => {
@@ -184,14 +181,26 @@ fn plan_sequences(command: Sequences) -> Request {
             alerts,
         } => {
             let mut body = Map::new();
-            if let Some(size) = cache_size {
-                body.insert("cache".into(), cache(size, buffer_seconds, min));
-            }
-            insert_some(&mut body, "alerts", alert_thresholds(&alerts));
+            insert_policies(&mut body, cache_size, buffer_seconds, min, &alerts);
             Request::new(Method::PATCH, &["sequences", &name], render::sequence)
                 .body(Value::Object(body))
         }
     }
+}
+
+/// A sequence's cache policy (when a size is given) and alert thresholds (when either is),
+/// as creating or changing a sequence takes them.
+fn insert_policies(
+    body: &mut Map<String, Value>,
+    cache_size: Option<u64>,
+    buffer_seconds: Option<u64>,
+    cache_min: Option<u64>,
+    alerts: &AlertArgs,
+) {
+    if let Some(size) = cache_size {
+        body.insert("cache".into(), cache(size, buffer_seconds, cache_min));
+    }
+    insert_some(body, "alerts", alert_thresholds(alerts));
 }
 
 /// Alert thresholds as the API takes them, when either is given.

@@ -6,13 +6,13 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::caller::Caller;
-use super::error::{ApiError, ErrorBody};
+use super::error::{ApiError, ErrorBody, RegistryFailures};
 use super::families::family;
 use super::idempotent::refuse_key;
 use super::vend::batch_count;
 use crate::auth::Verb;
 use crate::domain::{CounterKey, SequenceName};
-use crate::registry::{self, CounterView};
+use crate::registry::CounterView;
 use crate::service::Service;
 use crate::vend::{CounterAsk, CounterOutcome};
 
@@ -120,8 +120,7 @@ pub async fn next(
         (status = 403, description = "forbidden: the token has no read scope on the family", body = ErrorBody),
         (status = 404, description = "not_found: no such family, or a key never drawn", body = ErrorBody),
         (status = 410, description = "family_retired", body = ErrorBody),
-        (status = 500, description = "internal", body = ErrorBody),
-        (status = 503, description = "unavailable", body = ErrorBody),
+        RegistryFailures,
     )
 )]
 pub async fn get(
@@ -131,7 +130,7 @@ pub async fn get(
 ) -> Result<HttpResponse, ApiError> {
     let (family_name, key) = parse_path(&path)?;
     caller.require(Verb::Read, family(family_name.as_str()))?;
-    let counter = registry::get_counter(service.registry(), &family_name, &key).await?;
+    let counter = service.get_counter(&family_name, &key).await?;
     Ok(HttpResponse::Ok().json(counter))
 }
 

@@ -112,6 +112,16 @@ pub struct ErrorBody<'a> {
     message: String,
 }
 
+/// The failures every operation on the registry may answer (a fault, or a database down or
+/// too slow), declared once for the OpenAPI document.
+#[derive(utoipa::IntoResponses)]
+pub enum RegistryFailures<'a> {
+    #[response(status = 500, description = "internal")]
+    Internal(ErrorBody<'a>),
+    #[response(status = 503, description = "unavailable")]
+    Unavailable(ErrorBody<'a>),
+}
+
 impl ApiError {
     pub fn code(&self) -> &'static str {
         match self {

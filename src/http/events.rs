@@ -7,11 +7,11 @@ use utoipa::IntoParams;
 
 use super::access::require_on_sequence;
 use super::caller::Caller;
-use super::error::{ApiError, ErrorBody};
+use super::error::{ApiError, ErrorBody, RegistryFailures};
 use super::paging::page_limit;
 use crate::auth::{Resource, Verb};
 use crate::domain::SequenceName;
-use crate::registry::{self, EventPage};
+use crate::registry::EventPage;
 use crate::service::Service;
 
 #[derive(Deserialize, IntoParams)]
@@ -38,8 +38,7 @@ pub struct EventsQuery {
         (status = 401, description = "unauthorized", body = ErrorBody),
         (status = 403, description = "forbidden: the token has no read scope on the sequence", body = ErrorBody),
         (status = 404, description = "not_found", body = ErrorBody),
-        (status = 500, description = "internal", body = ErrorBody),
-        (status = 503, description = "unavailable", body = ErrorBody),
+        RegistryFailures,
     )
 )]
 pub async fn list(
@@ -51,8 +50,7 @@ pub async fn list(
     let name = SequenceName::parse(&name)?;
     require_on_sequence(&caller, Verb::Read, &service, &name).await?;
     let (after, limit) = query.page()?;
-    Ok(HttpResponse::Ok()
-        .json(registry::list_events(service.registry(), &name, after, limit).await?))
+    Ok(HttpResponse::Ok().json(service.list_events(&name, after, limit).await?))
 }
 
 #[utoipa::path(
@@ -62,8 +60,7 @@ pub async fn list(
         (status = 400, description = "invalid_request", body = ErrorBody),
         (status = 401, description = "unauthorized", body = ErrorBody),
         (status = 403, description = "forbidden: the token is no admin of everything (admin:*)", body = ErrorBody),
-        (status = 500, description = "internal", body = ErrorBody),
-        (status = 503, description = "unavailable", body = ErrorBody),
+        RegistryFailures,
     )
 )]
 pub async fn list_all(
@@ -73,7 +70,7 @@ pub async fn list_all(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Verb::Admin, Resource::Service)?;
     let (after, limit) = query.page()?;
-    Ok(HttpResponse::Ok().json(registry::list_all_events(service.registry(), after, limit).await?))
+    Ok(HttpResponse::Ok().json(service.list_all_events(after, limit).await?))
 }
 
 impl EventsQuery {

@@ -7,12 +7,12 @@ use serde_json::Number;
 use utoipa::ToSchema;
 
 use super::caller::Caller;
-use super::error::{ApiError, ErrorBody};
+use super::error::{ApiError, ErrorBody, RegistryFailures};
 use super::extract::JsonObject;
 use super::paging::ListQuery;
 use crate::auth::{Resource, Verb};
 use crate::domain::{SequenceName, SequenceSpec};
-use crate::registry::{self, FamilyPage, FamilyView};
+use crate::registry::{FamilyPage, FamilyView};
 use crate::service::Service;
 
 /// What a scope names when it covers a family.
@@ -52,8 +52,7 @@ pub struct CreateFamilyBody {
         (status = 403, description = "forbidden: the token has no admin scope on the name", body = ErrorBody),
         (status = 409, description = "name_taken (family names are never reused)", body = ErrorBody),
         (status = 413, description = "payload_too_large", body = ErrorBody),
-        (status = 500, description = "internal", body = ErrorBody),
-        (status = 503, description = "unavailable", body = ErrorBody),
+        RegistryFailures,
     )
 )]
 pub async fn create(
@@ -69,7 +68,7 @@ pub async fn create(
         body.increment.as_ref(),
     )?;
     caller.require(Verb::Admin, family(name.as_str()))?;
-    let created = registry::create_family(service.registry(), &name, spec, caller.name()).await?;
+    let created = service.create_family(&name, spec, caller.name()).await?;
     tracing::info!(family = %name, "counter family created");
     Ok(HttpResponse::Created().json(created))
 }
@@ -83,8 +82,7 @@ pub async fn create(
         (status = 401, description = "unauthorized", body = ErrorBody),
         (status = 403, description = "forbidden: the token has no read scope on the family", body = ErrorBody),
         (status = 404, description = "not_found", body = ErrorBody),
-        (status = 500, description = "internal", body = ErrorBody),
-        (status = 503, description = "unavailable", body = ErrorBody),
+        RegistryFailures,
     )
 )]
 pub async fn get(
@@ -94,7 +92,7 @@ pub async fn get(
 ) -> Result<HttpResponse, ApiError> {
     let name = SequenceName::parse(&name)?;
     caller.require(Verb::Read, family(name.as_str()))?;
-    Ok(HttpResponse::Ok().json(registry::get_family(service.registry(), &name).await?))
+    Ok(HttpResponse::Ok().json(service.get_family(&name).await?))
 }
 
 #[utoipa::path(
@@ -104,8 +102,7 @@ pub async fn get(
         (status = 400, description = "invalid_request", body = ErrorBody),
         (status = 401, description = "unauthorized", body = ErrorBody),
         (status = 403, description = "forbidden: the token has no read scope at all", body = ErrorBody),
-        (status = 500, description = "internal", body = ErrorBody),
-        (status = 503, description = "unavailable", body = ErrorBody),
+        RegistryFailures,
     )
 )]
 pub async fn list(
@@ -115,8 +112,9 @@ pub async fn list(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Verb::Read, Resource::AnySequence)?;
     let asked = query.page("family")?;
-    let mut page =
-        registry::list_families(service.registry(), asked.after.as_ref(), asked.limit).await?;
+    let mut page = service
+        .list_families(asked.after.as_ref(), asked.limit)
+        .await?;
     // A token scoped to some families sees those; the page keeps its place in the names.
     page.families
         .retain(|listed| caller.may(Verb::Read, family(&listed.name)));
@@ -132,8 +130,7 @@ pub async fn list(
         (status = 401, description = "unauthorized", body = ErrorBody),
         (status = 403, description = "forbidden: the token has no admin scope on the family", body = ErrorBody),
         (status = 404, description = "not_found", body = ErrorBody),
-        (status = 500, description = "internal", body = ErrorBody),
-        (status = 503, description = "unavailable", body = ErrorBody),
+        RegistryFailures,
     )
 )]
 pub async fn retire(
@@ -143,7 +140,7 @@ pub async fn retire(
 ) -> Result<HttpResponse, ApiError> {
     let name = SequenceName::parse(&name)?;
     caller.require(Verb::Admin, family(name.as_str()))?;
-    let retired = registry::retire_family(service.registry(), &name, caller.name()).await?;
+    let retired = service.retire_family(&name, caller.name()).await?;
     tracing::info!(family = %name, "counter family retired");
     Ok(HttpResponse::Ok().json(retired))
 }

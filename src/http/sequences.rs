@@ -10,15 +10,13 @@ use utoipa::ToSchema;
 use super::access::{require_claim, require_on_sequence};
 use super::caller::Caller;
 use super::error::ApiError;
-use super::error::ErrorBody;
+use super::error::{ErrorBody, RegistryFailures};
 use super::extract::JsonObject;
 use super::paging::ListQuery;
 use crate::auth::{Resource, Verb};
 use crate::carriers::{Format, FormatError};
 use crate::domain::{AlertThresholds, CachePolicy, RangeBounds, SequenceName, SequenceSpec};
-use crate::registry::{
-    self, Known, NewSequence, RangeView, SequencePage, SequenceView, SettingsChange,
-};
+use crate::registry::{Known, NewSequence, RangeView, SequencePage, SequenceView, SettingsChange};
 use crate::service::Service;
 
 /// Bounds arrive as JSON numbers and are checked by the domain types, so a bound outside
@@ -225,8 +223,7 @@ pub struct AddRangeBody {
         (status = 403, description = "forbidden: the token lacks admin scope on the name or on the namespace (a formatted sequence's number space)", body = ErrorBody),
         (status = 409, description = "name_taken or range_overlap", body = ErrorBody),
         (status = 413, description = "payload_too_large", body = ErrorBody),
-        (status = 500, description = "internal", body = ErrorBody),
-        (status = 503, description = "unavailable", body = ErrorBody),
+        RegistryFailures,
     )
 )]
 pub async fn create(
@@ -236,7 +233,7 @@ pub async fn create(
 ) -> Result<HttpResponse, ApiError> {
     let new = NewSequence::try_from(body.0)?;
     require_claim(&caller, new.name.as_str(), new.namespace.as_str())?;
-    let sequence = registry::create_sequence(service.registry(), new, caller.name()).await?;
+    let sequence = service.create_sequence(new, caller.name()).await?;
     tracing::info!(sequence = %sequence.name, "sequence created");
     Ok(HttpResponse::Created().json(sequence))
 }
@@ -253,8 +250,7 @@ pub async fn create(
         (status = 409, description = "range_overlap", body = ErrorBody),
         (status = 410, description = "sequence_retired", body = ErrorBody),
         (status = 413, description = "payload_too_large", body = ErrorBody),
-        (status = 500, description = "internal", body = ErrorBody),
-        (status = 503, description = "unavailable", body = ErrorBody),
+        RegistryFailures,
     )
 )]
 pub async fn add_range(
@@ -276,7 +272,7 @@ pub async fn add_range(
             format.check_range(bounds.min(), bounds.max())?;
         }
     }
-    let range = registry::add_range(service.registry(), &name, bounds, caller.name()).await?;
+    let range = service.add_range(&name, bounds, caller.name()).await?;
     tracing::info!(sequence = %name, min = range.min, max = range.max, "range added");
     Ok(HttpResponse::Created().json(range))
 }
@@ -289,8 +285,7 @@ pub async fn add_range(
         (status = 401, description = "unauthorized", body = ErrorBody),
         (status = 403, description = "forbidden: the token has no read scope on the sequence (on any sequence, for the list)", body = ErrorBody),
         (status = 404, description = "not_found", body = ErrorBody),
-        (status = 500, description = "internal", body = ErrorBody),
-        (status = 503, description = "unavailable", body = ErrorBody),
+        RegistryFailures,
     )
 )]
 pub async fn get(
@@ -300,7 +295,7 @@ pub async fn get(
 ) -> Result<HttpResponse, ApiError> {
     let name = SequenceName::parse(&name)?;
     require_on_sequence(&caller, Verb::Read, &service, &name).await?;
-    Ok(HttpResponse::Ok().json(registry::get_sequence(service.registry(), &name).await?))
+    Ok(HttpResponse::Ok().json(service.get_sequence(&name).await?))
 }
 
 #[utoipa::path(
@@ -310,8 +305,7 @@ pub async fn get(
         (status = 400, description = "invalid_request", body = ErrorBody),
         (status = 401, description = "unauthorized", body = ErrorBody),
         (status = 403, description = "forbidden: the token has no read scope on the sequence (on any sequence, for the list)", body = ErrorBody),
-        (status = 500, description = "internal", body = ErrorBody),
-        (status = 503, description = "unavailable", body = ErrorBody),
+        RegistryFailures,
     )
 )]
 pub async fn list(
@@ -321,8 +315,9 @@ pub async fn list(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Verb::Read, Resource::AnySequence)?;
     let asked = query.page("sequence")?;
-    let mut page =
-        registry::list_sequences(service.registry(), asked.after.as_ref(), asked.limit).await?;
+    let mut page = service
+        .list_sequences(asked.after.as_ref(), asked.limit)
+        .await?;
     // A token scoped to some sequences sees those; the page keeps its place in the names.
     page.sequences.retain(|sequence| {
         caller.may(
@@ -347,8 +342,7 @@ pub async fn list(
         (status = 404, description = "not_found", body = ErrorBody),
         (status = 410, description = "sequence_retired", body = ErrorBody),
         (status = 413, description = "payload_too_large", body = ErrorBody),
-        (status = 500, description = "internal", body = ErrorBody),
-        (status = 503, description = "unavailable", body = ErrorBody),
+        RegistryFailures,
     )
 )]
 pub async fn update(
@@ -360,8 +354,9 @@ pub async fn update(
     let name = SequenceName::parse(&name)?;
     require_on_sequence(&caller, Verb::Admin, &service, &name).await?;
     let change = SettingsChange::try_from(&*body)?;
-    let sequence =
-        registry::change_settings(service.registry(), &name, change, caller.name()).await?;
+    let sequence = service
+        .change_settings(&name, change, caller.name())
+        .await?;
     tracing::info!(sequence = %name, cache = ?sequence.cache, alerts = ?sequence.alerts, "settings changed");
     Ok(HttpResponse::Ok().json(sequence))
 }

@@ -6,11 +6,11 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::caller::Caller;
-use super::error::{ApiError, ErrorBody};
+use super::error::{ApiError, ErrorBody, RegistryFailures};
 use super::extract::JsonObject;
 use crate::auth::{secret, Resource, Scope, Verb};
 use crate::domain::SequenceName;
-use crate::registry::{self, TokenView};
+use crate::registry::TokenView;
 use crate::service::Service;
 
 #[derive(Deserialize, ToSchema)]
@@ -52,8 +52,7 @@ const MAX_SCOPES: usize = 100;
         (status = 403, description = "forbidden: the token is no admin of everything (admin:*)", body = ErrorBody),
         (status = 409, description = "token_name_taken", body = ErrorBody),
         (status = 413, description = "payload_too_large", body = ErrorBody),
-        (status = 500, description = "internal", body = ErrorBody),
-        (status = 503, description = "unavailable", body = ErrorBody),
+        RegistryFailures,
     )
 )]
 pub async fn create(
@@ -81,14 +80,9 @@ pub async fn create(
         .collect::<Result<Vec<_>, _>>()
         .map_err(|err| ApiError::InvalidRequest(err.to_string()))?;
     let new = secret::new_secret();
-    let view = registry::create_token(
-        service.registry(),
-        name.as_str(),
-        &new.hash,
-        &scopes,
-        caller.name(),
-    )
-    .await?;
+    let view = service
+        .create_token(name.as_str(), &new.hash, &scopes, caller.name())
+        .await?;
     tracing::info!(token = %view.name, token_id = view.id, by = caller.name(), "token created");
     let token = secret::token(view.id, &new.secret);
     Ok(HttpResponse::Created().json(CreatedToken { view, token }))
@@ -100,13 +94,12 @@ pub async fn create(
         (status = 200, description = "Every token, revoked ones too, oldest first; never a secret", body = TokenList),
         (status = 401, description = "unauthorized", body = ErrorBody),
         (status = 403, description = "forbidden: the token is no admin of everything (admin:*)", body = ErrorBody),
-        (status = 500, description = "internal", body = ErrorBody),
-        (status = 503, description = "unavailable", body = ErrorBody),
+        RegistryFailures,
     )
 )]
 pub async fn list(caller: Caller, service: web::Data<Service>) -> Result<HttpResponse, ApiError> {
     caller.require(Verb::Admin, Resource::Service)?;
-    let tokens = registry::list_tokens(service.registry()).await?;
+    let tokens = service.list_tokens().await?;
     Ok(HttpResponse::Ok().json(TokenList { tokens }))
 }
 
@@ -119,8 +112,7 @@ pub async fn list(caller: Caller, service: web::Data<Service>) -> Result<HttpRes
         (status = 401, description = "unauthorized", body = ErrorBody),
         (status = 403, description = "forbidden: the token is no admin of everything (admin:*)", body = ErrorBody),
         (status = 404, description = "not_found", body = ErrorBody),
-        (status = 500, description = "internal", body = ErrorBody),
-        (status = 503, description = "unavailable", body = ErrorBody),
+        RegistryFailures,
     )
 )]
 pub async fn revoke(
@@ -133,7 +125,7 @@ pub async fn revoke(
         id.parse().ok().filter(|id| *id > 0).ok_or_else(|| {
             ApiError::InvalidRequest(format!("{:?} is not a token id", id.as_str()))
         })?;
-    let view = registry::revoke_token(service.registry(), id, caller.name()).await?;
+    let view = service.revoke_token(id, caller.name()).await?;
     tracing::info!(token = %view.name, token_id = view.id, by = caller.name(), "token revoked");
     Ok(HttpResponse::Ok().json(view))
 }

@@ -6,10 +6,9 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::caller::Caller;
-use super::error::{ApiError, ErrorBody};
+use super::error::{ApiError, ErrorBody, RegistryFailures};
 use crate::auth::{Resource, Verb};
 use crate::carriers::{normalise, recognise};
-use crate::registry;
 use crate::service::Service;
 
 #[derive(Serialize, ToSchema)]
@@ -41,8 +40,7 @@ pub struct Issued {
         (status = 200, description = "What the number is, whether it is valid, and whether seqvend vended it", body = TrackingNumber),
         (status = 400, description = "invalid_request: over 64 letters and digits, or other characters", body = ErrorBody),
         (status = 401, description = "unauthorized", body = ErrorBody),
-        (status = 500, description = "internal", body = ErrorBody),
-        (status = 503, description = "unavailable", body = ErrorBody),
+        RegistryFailures,
     )
 )]
 pub async fn get(
@@ -54,17 +52,15 @@ pub async fn get(
     let number = normalise(&number).map_err(|err| ApiError::InvalidRequest(err.to_string()))?;
     let seen = recognise(&number);
     // Which sequence vended it is told only to a caller who may read that sequence.
-    let issued = registry::issued(service.registry(), &seen.origins)
-        .await?
-        .filter(|i| {
-            caller.may(
-                Verb::Read,
-                Resource::Sequence {
-                    name: &i.sequence,
-                    namespace: Some(&i.namespace),
-                },
-            )
-        });
+    let issued = service.issued(&seen.origins).await?.filter(|i| {
+        caller.may(
+            Verb::Read,
+            Resource::Sequence {
+                name: &i.sequence,
+                namespace: Some(&i.namespace),
+            },
+        )
+    });
     Ok(HttpResponse::Ok().json(TrackingNumber {
         number,
         valid: seen.valid,

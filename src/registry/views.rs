@@ -226,88 +226,99 @@ pub(super) fn read_format(stored: &str) -> Result<Format, RegistryError> {
         .map_err(|err| RegistryError::Internal(anyhow::anyhow!("stored format {stored}: {err}")))
 }
 
+/// A record being folded, with what its usage and alerts are worked out from at the end: the
+/// usage samples of an hour and a day ago, and the alerts raised.
+type Folding = (SequenceRecord, [Option<UsageStart>; 2], Vec<AlertKind>);
+
 /// Folds rows (ordered by sequence, then range) into records, then works out each one's
 /// usage and alerts from its ranges.
 pub(super) fn fold_rows(rows: Vec<SequenceRow>) -> Result<Vec<SequenceRecord>, RegistryError> {
     let now = Utc::now();
-    let mut records: Vec<(SequenceRecord, [Option<UsageStart>; 2], Vec<AlertKind>)> = Vec::new();
+    let mut records: Vec<Folding> = Vec::new();
     for row in rows {
         if records
             .last()
             .is_none_or(|(record, _, _)| record.id != row.id)
         {
-            let thresholds =
-                AlertThresholds::from_db(row.alert_remaining_below, row.alert_days_left_below);
-            let view = SequenceView {
-                name: row.name.clone(),
-                namespace: row.namespace.clone(),
-                increment: row.increment,
-                status: SequenceStatus::from_db(&row.status),
-                format: row.format.as_deref().map(read_format).transpose()?,
-                cache: CachePolicy::from_db(
-                    row.cache_size,
-                    row.cache_buffer_seconds,
-                    row.cache_min,
-                )
-                .into(),
-                remaining: 0,
-                usage: UsageView::new(Usage::default(), 0, now),
-                alerts: AlertsView {
-                    remaining_below: 0,
-                    days_left_below: thresholds.days_left_below(),
-                    raised: Vec::new(),
-                },
-                ranges: Vec::new(),
-                created_at: row.created_at,
-                updated_at: row.updated_at,
-            };
-            let starts = [
-                SequenceRow::usage_start(row.used_1h.as_deref(), row.span_1h),
-                SequenceRow::usage_start(row.used_24h.as_deref(), row.span_24h),
-            ];
-            let raised = row
-                .alerts_raised
-                .iter()
-                .filter_map(|raw| AlertKind::from_db(raw))
-                .collect();
-            records.push((
-                SequenceRecord {
-                    id: row.id,
-                    view,
-                    states: Vec::new(),
-                    thresholds,
-                    usage: Usage::default(),
-                },
-                starts,
-                raised,
-            ));
+            records.push(begin_record(&row, now)?);
         }
         let (record, _, _) = records.last_mut().expect("pushed above");
-        if let Some(state) = row.range_state() {
-            // A retired sequence vends nothing more, whatever its ranges hold.
-            if record.view.status != SequenceStatus::Retired {
-                record.view.remaining += state.remaining();
-            }
-            let pg_sequence = row.pg_sequence.clone().unwrap_or_default();
-            record.view.ranges.push(RangeView::new(state, pg_sequence));
-            record.states.push(state);
-        }
+        add_range(record, &row);
     }
     let finished = records
         .into_iter()
-        .map(|(mut record, [start_1h, start_24h], raised)| {
-            // A retired sequence is used no more.
-            if record.view.status != SequenceStatus::Retired {
-                record.usage = Usage::from_samples(record.used(), start_1h, start_24h);
-            }
-            record.view.usage = UsageView::new(record.usage, record.view.remaining, now);
-            record.view.alerts.remaining_below =
-                record.thresholds.remaining_below(record.capacity_in_play());
-            record.view.alerts.raised = raised;
-            record
-        })
+        .map(|folding| finish_record(folding, now))
         .collect();
     Ok(finished)
+}
+
+/// A record from the first row of its sequence, with no range yet.
+fn begin_record(row: &SequenceRow, now: DateTime<Utc>) -> Result<Folding, RegistryError> {
+    let thresholds = AlertThresholds::from_db(row.alert_remaining_below, row.alert_days_left_below);
+    let view = SequenceView {
+        name: row.name.clone(),
+        namespace: row.namespace.clone(),
+        increment: row.increment,
+        status: SequenceStatus::from_db(&row.status),
+        format: row.format.as_deref().map(read_format).transpose()?,
+        cache: CachePolicy::from_db(row.cache_size, row.cache_buffer_seconds, row.cache_min).into(),
+        remaining: 0,
+        usage: UsageView::new(Usage::default(), 0, now),
+        alerts: AlertsView {
+            remaining_below: 0,
+            days_left_below: thresholds.days_left_below(),
+            raised: Vec::new(),
+        },
+        ranges: Vec::new(),
+        created_at: row.created_at,
+        updated_at: row.updated_at,
+    };
+    let starts = [
+        SequenceRow::usage_start(row.used_1h.as_deref(), row.span_1h),
+        SequenceRow::usage_start(row.used_24h.as_deref(), row.span_24h),
+    ];
+    let raised = row
+        .alerts_raised
+        .iter()
+        .filter_map(|raw| AlertKind::from_db(raw))
+        .collect();
+    let record = SequenceRecord {
+        id: row.id,
+        view,
+        states: Vec::new(),
+        thresholds,
+        usage: Usage::default(),
+    };
+    Ok((record, starts, raised))
+}
+
+/// Adds the row's range, if it has one, to its sequence's record.
+fn add_range(record: &mut SequenceRecord, row: &SequenceRow) {
+    if let Some(state) = row.range_state() {
+        // A retired sequence vends nothing more, whatever its ranges hold.
+        if record.view.status != SequenceStatus::Retired {
+            record.view.remaining += state.remaining();
+        }
+        let pg_sequence = row.pg_sequence.clone().unwrap_or_default();
+        record.view.ranges.push(RangeView::new(state, pg_sequence));
+        record.states.push(state);
+    }
+}
+
+/// A record with all its ranges: its usage and alerts worked out.
+fn finish_record(
+    (mut record, [start_1h, start_24h], raised): Folding,
+    now: DateTime<Utc>,
+) -> SequenceRecord {
+    // A retired sequence is used no more.
+    if record.view.status != SequenceStatus::Retired {
+        record.usage = Usage::from_samples(record.used(), start_1h, start_24h);
+    }
+    record.view.usage = UsageView::new(record.usage, record.view.remaining, now);
+    record.view.alerts.remaining_below =
+        record.thresholds.remaining_below(record.capacity_in_play());
+    record.view.alerts.raised = raised;
+    record
 }
 
 /// A page of at most `limit` items, from `limit + 1` read (the extra one says there is more),

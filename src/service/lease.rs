@@ -67,9 +67,10 @@ impl Service {
             owner,
         } = ask;
         let keyed = self.claim(owner, key, || format!("lease:{name}:count={count}"))?;
-        let ttl = self.cache_settings.client_lease;
+        let ttl = self.parts.cache_settings.client_lease;
         let key = keyed.as_ref().map(|(key, _)| key.clone());
         let leased = self
+            .parts
             .vender
             .lease(name.clone(), count, Holder::Client, ttl, key)
             .await?;

@@ -7,6 +7,7 @@
 mod keys;
 mod lease;
 mod notification_hub;
+mod resources;
 mod retire;
 mod vend;
 mod workers;
@@ -33,24 +34,11 @@ use crate::registry::{Catalog, Known, RegistryError};
 use crate::settings::{CacheSettings, IdSettings};
 use crate::vend::{CounterAsk, CounterOutcome, Counters, VendError, Vender};
 
-/// Everything a request may need, built once at startup and shared by every worker.
+/// Everything a request may need, built once at startup and shared by every worker: its
+/// parts and the idempotency keys in flight.
 pub struct Service {
-    registry: PgPool,
-    vend_pool: VendPool,
-    vender: Vender,
-    counters: Counters,
-    catalog: Arc<Catalog>,
-    cache: InstanceCache,
-    cache_settings: CacheSettings,
-    metrics: Arc<Metrics>,
-    snowflake: Arc<Snowflake>,
-    uuids: UuidV7s,
-    id_settings: IdSettings,
-    tokens: Tokens,
-    token_store: Arc<TokenStore>,
+    parts: Parts,
     in_flight: InFlight,
-    /// How long a registry request may take, by seqvend's clock.
-    registry_deadline: Duration,
 }
 
 /// The parts a `Service` is made of (see `startup`).
@@ -68,92 +56,64 @@ pub struct Parts {
     pub id_settings: IdSettings,
     pub tokens: Tokens,
     pub token_store: Arc<TokenStore>,
+    /// How long a registry request may take, by seqvend's clock.
     pub registry_deadline: Duration,
 }
 
 impl Service {
     pub fn new(parts: Parts) -> Self {
-        let Parts {
-            registry,
-            vend_pool,
-            vender,
-            counters,
-            catalog,
-            cache,
-            cache_settings,
-            metrics,
-            snowflake,
-            uuids,
-            id_settings,
-            tokens,
-            token_store,
-            registry_deadline,
-        } = parts;
         Self {
-            registry,
-            vend_pool,
-            vender,
-            counters,
-            catalog,
-            cache,
-            cache_settings,
-            metrics,
-            snowflake,
-            uuids,
-            id_settings,
-            tokens,
-            token_store,
+            parts,
             in_flight: InFlight::default(),
-            registry_deadline,
         }
     }
 
     /// The caller an `Authorization: Bearer` token (if one was sent) stands for.
     pub async fn authenticate(&self, bearer: Option<&str>) -> Result<Arc<Principal>, AuthError> {
-        auth::authenticate(&self.tokens, &self.token_store, bearer).await
+        auth::authenticate(&self.parts.tokens, &self.parts.token_store, bearer).await
     }
 
     /// What the catalog knows of `name`: from memory after the first look, so the vend path
     /// costs no round trip for it.
     pub async fn sequence(&self, name: &SequenceName) -> Result<Known, RegistryError> {
-        self.catalog.lookup(&self.registry, name).await
+        self.parts.catalog.lookup(&self.parts.registry, name).await
     }
 
     /// Draws `count` values of the counter `ask.key` of `ask.family`, creating it on first use.
     pub async fn draw_counter(&self, ask: CounterAsk) -> Result<CounterOutcome, VendError> {
-        self.counters.draw(ask).await
+        self.parts.counters.draw(ask).await
     }
 
     /// The registry pool, for the reads and writes of the registry's own resources.
     pub fn registry(&self) -> &PgPool {
-        &self.registry
+        &self.parts.registry
     }
 
     pub fn registry_deadline(&self) -> Duration {
-        self.registry_deadline
+        self.parts.registry_deadline
     }
 
     pub fn vend_pool(&self) -> &VendPool {
-        &self.vend_pool
+        &self.parts.vend_pool
     }
 
     pub fn metrics(&self) -> &Metrics {
-        &self.metrics
+        &self.parts.metrics
     }
 
     pub fn cache(&self) -> &InstanceCache {
-        &self.cache
+        &self.parts.cache
     }
 
     pub fn snowflake(&self) -> &Snowflake {
-        &self.snowflake
+        &self.parts.snowflake
     }
 
     pub fn uuids(&self) -> &UuidV7s {
-        &self.uuids
+        &self.parts.uuids
     }
 
     pub fn id_settings(&self) -> &IdSettings {
-        &self.id_settings
+        &self.parts.id_settings
     }
 }

@@ -28,14 +28,14 @@ impl Service {
         name: &SequenceName,
         by: &str,
     ) -> Result<SequenceView, RetireRefused> {
-        let (pool, deadline) = (&self.registry, self.registry_deadline);
+        let (pool, deadline) = (&self.parts.registry, self.parts.registry_deadline);
         let retired = registry::retire_sequence(pool, name, by);
         let sequence = tokio::time::timeout(deadline, retired)
             .await
             .map_err(|_| RetireRefused::NoAnswerInTime)??;
         // Instances release their leases when told; one that did not hear stops when its lease
         // expires, which no wait here outlasts.
-        let patience = self.cache_settings.instance_lease + deadline;
+        let patience = self.parts.cache_settings.instance_lease + deadline;
         let waited = registry::await_instance_leases(pool, name, patience);
         let released = tokio::time::timeout(patience + deadline, waited)
             .await

@@ -83,10 +83,13 @@ impl Service {
             && u64::from(wanted) <= entry.cache.rule().size
             && keyed.is_none();
         let outcome = if cached {
-            self.cache.take(name, entry.cache, wanted).await?
+            self.parts.cache.take(name, entry.cache, wanted).await?
         } else {
             let key = keyed.as_ref().map(|(key, _)| key.clone());
-            self.vender.vend_keyed(name.clone(), wanted, key).await?
+            self.parts
+                .vender
+                .vend_keyed(name.clone(), wanted, key)
+                .await?
         };
         let (values, replayed) = match outcome {
             Outcome::Values(values) => (values, false),

@@ -7,8 +7,8 @@ use crate::ids::{worker_lease, Lease, LeaseError};
 impl Service {
     /// A free worker id, leased for the configured length.
     pub async fn take_worker_lease(&self) -> Result<Lease, LeaseError> {
-        let now_ms = self.snowflake.clock().now_ms();
-        worker_lease::take(&self.registry, now_ms, self.id_settings.lease).await
+        let now_ms = self.parts.snowflake.clock().now_ms();
+        worker_lease::take(&self.parts.registry, now_ms, self.parts.id_settings.lease).await
     }
 
     /// Extends the worker lease of `worker_id`, held by `holder`.
@@ -17,13 +17,13 @@ impl Service {
         worker_id: i64,
         holder: &str,
     ) -> Result<Lease, LeaseError> {
-        let now_ms = self.snowflake.clock().now_ms();
+        let now_ms = self.parts.snowflake.clock().now_ms();
         worker_lease::renew(
-            &self.registry,
+            &self.parts.registry,
             worker_id,
             holder,
             now_ms,
-            self.id_settings.lease,
+            self.parts.id_settings.lease,
         )
         .await
     }

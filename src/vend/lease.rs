@@ -9,6 +9,7 @@ use chrono::{DateTime, Utc};
 use seqvend_blocks::Block;
 
 use tokio_postgres::types::ToSql;
+use tokio_postgres::Row;
 
 use super::statement::run_durably;
 use super::StatementOutcome;
@@ -124,21 +125,44 @@ pub async fn lease(
     ask: LeaseAsk<'_>,
     deadline: Duration,
 ) -> anyhow::Result<Leased> {
-    let LeaseAsk {
-        name,
-        count,
-        holder,
-        ttl,
-        key,
-    } = ask;
     let sent_at = Instant::now();
-    let (kind, holder_name) = (holder.kind(), holder.name());
-    let (name_text, count_param, ttl_seconds) = (name.as_str(), count as i32, ttl.as_secs_f64());
-    let rows = match key {
+    let rows = run_lease(pool, &ask, deadline).await?;
+    let row = rows
+        .first()
+        .context("the lease statement returned no row")?;
+    let name = ask.name;
+    let detail: Option<String> = row.get(2);
+    Ok(match StatementOutcome::parse(row.get(0))? {
+        StatementOutcome::Replayed => replayed(row, detail.as_deref())?,
+        StatementOutcome::KeyReused => Leased::KeyReused,
+        StatementOutcome::Ok => granted(row, detail.as_deref(), metrics, &ask, sent_at)?,
+        StatementOutcome::Retired => Leased::Retired,
+        StatementOutcome::NotFound => Leased::NotFound,
+        StatementOutcome::Unavailable => {
+            // Judged "unavailable" with the statement's other failures (`db::is_unavailable`).
+            return Err(anyhow::Error::new(crate::db::Busy(
+                detail.unwrap_or_default(),
+            )))
+            .context(format!("leasing from sequence {name}"));
+        }
+        StatementOutcome::Failed => failed(name, detail.unwrap_or_default(), metrics),
+    })
+}
+
+/// Runs the lease statement, keyed or not, and returns its rows.
+async fn run_lease(
+    pool: &Pool,
+    ask: &LeaseAsk<'_>,
+    deadline: Duration,
+) -> anyhow::Result<Vec<Row>> {
+    let (kind, holder_name) = (ask.holder.kind(), ask.holder.name());
+    let (name_text, count_param, ttl_seconds) =
+        (ask.name.as_str(), ask.count as i32, ask.ttl.as_secs_f64());
+    match ask.key {
         None => {
             let params: [&(dyn ToSql + Sync); 5] =
                 [&name_text, &count_param, &kind, &holder_name, &ttl_seconds];
-            run_durably(pool, LEASE_SQL, &params, deadline).await?
+            run_durably(pool, LEASE_SQL, &params, deadline).await
         }
         Some((key, key_ttl)) => {
             let key_ttl = key_ttl.as_secs_f64();
@@ -153,79 +177,78 @@ pub async fn lease(
                 &key.request,
                 &key_ttl,
             ];
-            run_durably(pool, LEASE_KEYED_SQL, &params, deadline).await?
+            run_durably(pool, LEASE_KEYED_SQL, &params, deadline).await
         }
-    };
-    let row = rows
-        .first()
-        .context("the lease statement returned no row")?;
-    let detail: Option<String> = row.get(2);
-    Ok(match StatementOutcome::parse(row.get(0))? {
-        StatementOutcome::Replayed => {
-            let increment: i64 = row.get(5);
-            let firsts: Vec<i64> = row.get::<_, Option<Vec<i64>>>(6).unwrap_or_default();
-            let lasts: Vec<i64> = row.get::<_, Option<Vec<i64>>>(7).unwrap_or_default();
-            let blocks = firsts
-                .into_iter()
-                .zip(lasts)
-                .map(|(first, last)| Block::new(first, last, increment))
-                .collect::<Option<Vec<Block>>>()
-                .context("a stored lease's runs do not fit its increment")?;
-            let expires_ms: Option<i64> = row.get(4);
-            let expires_at = expires_ms.and_then(DateTime::from_timestamp_millis);
-            Leased::Replayed(LeaseReplay::of(detail.as_deref(), blocks, expires_at))
-        }
-        StatementOutcome::KeyReused => Leased::KeyReused,
-        StatementOutcome::Ok => {
-            let values: Vec<i64> = row.get(1);
-            if let Some(repaired) = &detail {
-                tracing::warn!(sequence = name.as_str(), "{repaired}");
-                metrics
-                    .sequence_repairs
-                    .with_label_values(&[name.as_str()])
-                    .inc();
-            }
-            if values.is_empty() {
-                return Ok(Leased::Exhausted);
-            }
-            let increment: i64 = row.get(5);
-            let expires_ms: i64 = row.get(4);
-            metrics.leases_granted.with_label_values(&[kind]).inc();
-            if *holder == Holder::Client {
-                // A client's values have left; an instance's count when it hands them out.
-                metrics.count_vended(name.as_str(), values.len() as u64);
-            }
-            Leased::Granted(Lease {
-                id: row.get(3),
-                blocks: Block::runs_of(&values, increment),
-                count: values.len() as u64,
-                expires_at: DateTime::from_timestamp_millis(expires_ms)
-                    .context("lease expiry out of range")?,
-                sent_at,
-                clipped: values.len() < count as usize,
-            })
-        }
-        StatementOutcome::Retired => Leased::Retired,
-        StatementOutcome::NotFound => Leased::NotFound,
-        StatementOutcome::Unavailable => {
-            // Judged "unavailable" with the statement's other failures (`db::is_unavailable`).
-            return Err(anyhow::Error::new(crate::db::Busy(
-                detail.unwrap_or_default(),
-            )))
-            .context(format!("leasing from sequence {name}"));
-        }
-        StatementOutcome::Failed => {
-            let reason = detail.unwrap_or_default();
-            tracing::error!(
-                sequence = name.as_str(),
-                reason,
-                "leasing from a sequence failed"
-            );
-            metrics
-                .sequence_failures
-                .with_label_values(&[name.as_str()])
-                .inc();
-            Leased::Failed(reason)
-        }
-    })
+    }
+}
+
+/// The stored answer of a keyed lease, rebuilt from its runs.
+fn replayed(row: &Row, detail: Option<&str>) -> anyhow::Result<Leased> {
+    let increment: i64 = row.get(5);
+    let firsts: Vec<i64> = row.get::<_, Option<Vec<i64>>>(6).unwrap_or_default();
+    let lasts: Vec<i64> = row.get::<_, Option<Vec<i64>>>(7).unwrap_or_default();
+    let blocks = firsts
+        .into_iter()
+        .zip(lasts)
+        .map(|(first, last)| Block::new(first, last, increment))
+        .collect::<Option<Vec<Block>>>()
+        .context("a stored lease's runs do not fit its increment")?;
+    let expires_ms: Option<i64> = row.get(4);
+    let expires_at = expires_ms.and_then(DateTime::from_timestamp_millis);
+    Ok(Leased::Replayed(LeaseReplay::of(
+        detail, blocks, expires_at,
+    )))
+}
+
+/// A fresh draw: the values as blocks, counted (a repair the statement made is logged), or
+/// `Exhausted` when it drew none.
+fn granted(
+    row: &Row,
+    repaired: Option<&str>,
+    metrics: &Metrics,
+    ask: &LeaseAsk<'_>,
+    sent_at: Instant,
+) -> anyhow::Result<Leased> {
+    let name = ask.name.as_str();
+    let values: Vec<i64> = row.get(1);
+    if let Some(repaired) = repaired {
+        tracing::warn!(sequence = name, "{repaired}");
+        metrics.sequence_repairs.with_label_values(&[name]).inc();
+    }
+    if values.is_empty() {
+        return Ok(Leased::Exhausted);
+    }
+    let increment: i64 = row.get(5);
+    let expires_ms: i64 = row.get(4);
+    metrics
+        .leases_granted
+        .with_label_values(&[ask.holder.kind()])
+        .inc();
+    if *ask.holder == Holder::Client {
+        // A client's values have left; an instance's count when it hands them out.
+        metrics.count_vended(name, values.len() as u64);
+    }
+    Ok(Leased::Granted(Lease {
+        id: row.get(3),
+        blocks: Block::runs_of(&values, increment),
+        count: values.len() as u64,
+        expires_at: DateTime::from_timestamp_millis(expires_ms)
+            .context("lease expiry out of range")?,
+        sent_at,
+        clipped: values.len() < ask.count as usize,
+    }))
+}
+
+/// The sequence failed on its own: logged and counted, its reason kept for the caller.
+fn failed(name: &SequenceName, reason: String, metrics: &Metrics) -> Leased {
+    tracing::error!(
+        sequence = name.as_str(),
+        reason,
+        "leasing from a sequence failed"
+    );
+    metrics
+        .sequence_failures
+        .with_label_values(&[name.as_str()])
+        .inc();
+    Leased::Failed(reason)
 }

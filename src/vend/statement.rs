@@ -105,48 +105,60 @@ pub async fn vend(
 
     let mut outcomes = vec![Outcome::NotFound; asks.len()];
     for row in rows {
-        let indexes = request_indexes(&row, asks.len())?;
-        let name = asks[indexes[0]].name.as_str();
-        let detail: Option<String> = row.get(3);
-        let handed_out = match StatementOutcome::parse(row.get(1))? {
-            StatementOutcome::Ok => {
-                if let Some(repaired) = detail {
-                    tracing::warn!(sequence = name, "{repaired}");
-                    metrics.sequence_repairs.with_label_values(&[name]).inc();
-                }
-                let values: Vec<i64> = row.get(2);
-                metrics.count_vended(name, values.len() as u64);
-                let counts: Vec<u32> = indexes.iter().map(|&i| asks[i].count).collect();
-                hand_out(values, &counts, Outcome::Values, Outcome::Exhausted)
-            }
-            StatementOutcome::Replayed => {
-                let replay = Replay::of(detail.as_deref(), row.get(2));
-                vec![Outcome::Replayed(replay); indexes.len()]
-            }
-            StatementOutcome::KeyReused => vec![Outcome::KeyReused; indexes.len()],
-            StatementOutcome::Retired => vec![Outcome::Retired; indexes.len()],
-            StatementOutcome::NotFound => vec![Outcome::NotFound; indexes.len()],
-            StatementOutcome::Unavailable => {
-                let reason = detail.unwrap_or_default();
-                tracing::warn!(
-                    sequence = name,
-                    reason,
-                    "a sequence could not be served now"
-                );
-                vec![Outcome::Unavailable(reason); indexes.len()]
-            }
-            StatementOutcome::Failed => {
-                let reason = detail.unwrap_or_default();
-                tracing::error!(sequence = name, reason, "vending from a sequence failed");
-                metrics.sequence_failures.with_label_values(&[name]).inc();
-                vec![Outcome::Failed(reason); indexes.len()]
-            }
-        };
+        let (indexes, handed_out) = row_outcomes(&row, asks, metrics)?;
         for (index, outcome) in indexes.into_iter().zip(handed_out) {
             outcomes[index] = outcome;
         }
     }
     Ok(outcomes)
+}
+
+/// What one row of the vend statement answers: the requests it is for (as indexes into
+/// `asks`) and, in the same order, their outcomes. Repairs and failures are logged and counted
+/// here, vended values counted.
+fn row_outcomes(
+    row: &Row,
+    asks: &[Ask<'_>],
+    metrics: &Metrics,
+) -> anyhow::Result<(Vec<usize>, Vec<Outcome>)> {
+    let indexes = request_indexes(row, asks.len())?;
+    let name = asks[indexes[0]].name.as_str();
+    let detail: Option<String> = row.get(3);
+    let handed_out = match StatementOutcome::parse(row.get(1))? {
+        StatementOutcome::Ok => {
+            if let Some(repaired) = detail {
+                tracing::warn!(sequence = name, "{repaired}");
+                metrics.sequence_repairs.with_label_values(&[name]).inc();
+            }
+            let values: Vec<i64> = row.get(2);
+            metrics.count_vended(name, values.len() as u64);
+            let counts: Vec<u32> = indexes.iter().map(|&i| asks[i].count).collect();
+            hand_out(values, &counts, Outcome::Values, Outcome::Exhausted)
+        }
+        StatementOutcome::Replayed => {
+            let replay = Replay::of(detail.as_deref(), row.get(2));
+            vec![Outcome::Replayed(replay); indexes.len()]
+        }
+        StatementOutcome::KeyReused => vec![Outcome::KeyReused; indexes.len()],
+        StatementOutcome::Retired => vec![Outcome::Retired; indexes.len()],
+        StatementOutcome::NotFound => vec![Outcome::NotFound; indexes.len()],
+        StatementOutcome::Unavailable => {
+            let reason = detail.unwrap_or_default();
+            tracing::warn!(
+                sequence = name,
+                reason,
+                "a sequence could not be served now"
+            );
+            vec![Outcome::Unavailable(reason); indexes.len()]
+        }
+        StatementOutcome::Failed => {
+            let reason = detail.unwrap_or_default();
+            tracing::error!(sequence = name, reason, "vending from a sequence failed");
+            metrics.sequence_failures.with_label_values(&[name]).inc();
+            vec![Outcome::Failed(reason); indexes.len()]
+        }
+    };
+    Ok((indexes, handed_out))
 }
 
 /// The requests a row of a vend statement answers (its first column, 1-based), as indexes

@@ -183,16 +183,7 @@ async fn delete_waits_for_a_draw_in_flight() {
         async move { app.retire("inflight").await }
     });
     // DELETE waits for the draw in flight.
-    until_blocked(
-        &observer,
-        1,
-        Blocked::On("advisory"),
-        "%pg_advisory_xact_lock%",
-    )
-    .await;
-    assert!(!retire.is_finished());
-
-    blocker.batch_execute("COMMIT").await.unwrap();
+    until_retirement_waits_then_commit(&observer, &retire, &blocker).await;
     assert_eq!(values_of(&vend.await.unwrap()), [1, 2, 3]);
     let retired = retire.await.unwrap();
     assert_eq!(retired.status, StatusCode::OK);

@@ -569,16 +569,7 @@ async fn retiring_waits_for_a_draw_in_flight_and_no_draw_commits_after_it() {
         }
     });
     // DELETE waits for the draw in flight.
-    until_blocked(
-        &observer,
-        1,
-        Blocked::On("advisory"),
-        "%pg_advisory_xact_lock%",
-    )
-    .await;
-    assert!(!retire.is_finished());
-
-    blocker.batch_execute("COMMIT").await.unwrap();
+    until_retirement_waits_then_commit(&observer, &retire, &blocker).await;
     assert_eq!(values_of(&draw.await.unwrap()), [2, 3, 4]);
     let retired = retire.await.unwrap();
     assert_eq!(retired.body["status"], "retired", "{}", retired.body);

@@ -23,7 +23,8 @@ pub use crate::common::cluster::Pg;
 pub use crate::common::scratch::scratch_dir;
 pub use crate::common::values::{increasing, stderr, worker_of};
 pub use crate::common::wait::{
-    eventually, eventually_some, sessions_blocked, until_blocked, Blocked,
+    eventually, eventually_some, sessions_blocked, until_blocked,
+    until_retirement_waits_then_commit, Blocked,
 };
 pub use crate::common::{ADMIN_TOKEN, VEND_TOKEN};
 

@@ -367,22 +367,25 @@ fn is_running(pid: u32) -> bool {
     state != Some('Z')
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn ctrl_c_finishes_the_request_in_flight_then_stops_postgresql_fast() {
-    let dir = scratch_dir("ctrl-c");
+/// seqvend started as a terminal's job, a vend in flight when Ctrl-C (SIGINT to the job's
+/// process group) reaches it: returns once it stops accepting connections, with its data
+/// directory, the postmaster's pid and the vend.
+async fn interrupted_with_a_vend_in_flight(
+    label: &str,
+) -> (std::path::PathBuf, Served, u32, VendInFlight) {
+    let dir = scratch_dir(label);
     let served = Served::start_as_job(&dir).await;
     served.create().await;
     let postmaster = postmaster_pid(&dir);
     let vend = VendInFlight::start(&served, &dir).await;
-    // Were PostgreSQL in seqvend's process group, this SIGINT would start its fast shutdown
-    // now, ending the session the vend runs in before it could be answered.
     served.interrupt_job();
     wait_until_not_accepting(&served).await;
-    assert_answered_with_the_first_value(vend.release().await).await;
-    assert!(
-        served.wait().success(),
-        "Ctrl-C is a graceful shutdown: exit 0"
-    );
+    (dir, served, postmaster, vend)
+}
+
+/// Checks PostgreSQL is gone (its pid file removed as it shut down, its postmaster exited)
+/// and returns its log.
+fn postgresql_log_once_stopped(dir: &std::path::Path, postmaster: u32) -> String {
     assert!(
         !dir.join("pgdata/postmaster.pid").exists(),
         "PostgreSQL removed its pid file as it shut down"
@@ -391,7 +394,20 @@ async fn ctrl_c_finishes_the_request_in_flight_then_stops_postgresql_fast() {
         !is_running(postmaster),
         "the postmaster (pid {postmaster}) is gone"
     );
-    let log = std::fs::read_to_string(dir.join("postgres.log")).unwrap();
+    std::fs::read_to_string(dir.join("postgres.log")).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_finishes_the_request_in_flight_then_stops_postgresql_fast() {
+    // Were PostgreSQL in seqvend's process group, this Ctrl-C would start its fast shutdown
+    // now, ending the session the vend runs in before it could be answered.
+    let (dir, served, postmaster, vend) = interrupted_with_a_vend_in_flight("ctrl-c").await;
+    assert_answered_with_the_first_value(vend.release().await).await;
+    assert!(
+        served.wait().success(),
+        "Ctrl-C is a graceful shutdown: exit 0"
+    );
+    let log = postgresql_log_once_stopped(&dir, postmaster);
     assert!(
         log.contains("received fast shutdown request")
             && log.contains("database system is shut down"),
@@ -420,13 +436,7 @@ async fn when_seqvend_is_killed_its_postgresql_goes_too() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_second_ctrl_c_stops_at_once_and_still_stops_postgresql_fast() {
-    let dir = scratch_dir("ctrl-c-twice");
-    let served = Served::start_as_job(&dir).await;
-    served.create().await;
-    let postmaster = postmaster_pid(&dir);
-    let vend = VendInFlight::start(&served, &dir).await;
-    served.interrupt_job();
-    wait_until_not_accepting(&served).await;
+    let (dir, served, postmaster, vend) = interrupted_with_a_vend_in_flight("ctrl-c-twice").await;
     let second = std::time::Instant::now();
     served.interrupt_job();
     let status = tokio::task::spawn_blocking(|| served.wait()).await.unwrap();
@@ -436,9 +446,7 @@ async fn a_second_ctrl_c_stops_at_once_and_still_stops_postgresql_fast() {
         "seqvend did not wait for the vend (held for up to 30 s)"
     );
     drop(vend);
-    assert!(!dir.join("pgdata/postmaster.pid").exists());
-    assert!(!is_running(postmaster), "the postmaster is gone");
-    let log = std::fs::read_to_string(dir.join("postgres.log")).unwrap();
+    let log = postgresql_log_once_stopped(&dir, postmaster);
     assert!(
         log.contains("received fast shutdown request"),
         "seqvend still stopped PostgreSQL itself:\n{log}"

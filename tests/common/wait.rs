@@ -80,3 +80,22 @@ pub async fn until_blocked(
     })
     .await
 }
+
+/// Waits until `retire` (a DELETE of a sequence or a family) waits for the draw in flight, on
+/// the advisory lock the draw holds, checks it has not answered, then lets the draw commit
+/// (`blocker` holds it back in an open transaction).
+pub async fn until_retirement_waits_then_commit<T>(
+    observer: &tokio_postgres::Client,
+    retire: &tokio::task::JoinHandle<T>,
+    blocker: &tokio_postgres::Client,
+) {
+    until_blocked(
+        observer,
+        1,
+        Blocked::On("advisory"),
+        "%pg_advisory_xact_lock%",
+    )
+    .await;
+    assert!(!retire.is_finished());
+    blocker.batch_execute("COMMIT").await.unwrap();
+}
