@@ -66,6 +66,7 @@ impl Operator {
         // Calls in flight end: each takes a few milliseconds.
         self.pause(300, 300).await;
         let held = self.hold_renewal_and_retire(&name).await;
+        // Already let back when the renewals went through; this is for the ways that gave up.
         self.ctx.world.pause_doomed(false);
         let (applied, detail) = match held {
             Ok(held) => (held.retired, held.detail),
@@ -118,6 +119,8 @@ impl Operator {
         // status only once it is done.
         let registry_locked = self.lock_registry_for_a_second(registry_session).await;
         let _ = bounded(tx.rollback()).await;
+        // The clients come back now, not after the new doomed sequence is made: that waits on
+        // the registry lock, and the revived blocks are served only until it ends.
         self.ctx.world.pause_doomed(false);
         let retired = matches!(answer, Some((StatusCode::OK, _)));
         self.retirement_ended(name, invoked, answered, retired)
