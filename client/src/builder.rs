@@ -9,7 +9,8 @@ use reqwest::Url;
 
 use crate::backoff::Backoff;
 use crate::client::Client;
-use crate::policy::{CachePolicy, Limits};
+use crate::growth::Growth;
+use crate::policy::{CachePolicy, Limits, MAX_LEASE};
 use crate::service::{Service, Token};
 use crate::Error;
 
@@ -65,6 +66,8 @@ impl ClientBuilder {
                     strict_default: STRICT_DEFAULT,
                     buffer: Duration::from_secs(120),
                     max_cached: 1_000_000,
+                    max_lease: MAX_LEASE,
+                    growth: Growth::Adaptive,
                 },
                 wait_timeout: Duration::from_secs(2),
                 backoff: Backoff {
@@ -90,6 +93,21 @@ impl ClientBuilder {
     /// The most values held for one sequence, however fast it is used (default 1,000,000).
     pub fn max_cached(mut self, values: u64) -> Self {
         self.options.limits.max_cached = values.max(1);
+        self
+    }
+
+    /// The most one lease asks for (default 100,000, the service's limit). Raise it for a
+    /// service that allows more; if the service refuses a count above 100,000 as invalid, the
+    /// client falls back to 100,000 for its life.
+    pub fn max_lease(mut self, values: u64) -> Self {
+        self.options.limits.max_lease = values.max(1);
+        self
+    }
+
+    /// How leases follow use (default [`Growth::Adaptive`]; [`Growth::Fixed`] is the rule of
+    /// earlier versions, for comparison).
+    pub fn growth(mut self, growth: Growth) -> Self {
+        self.options.limits.growth = growth;
         self
     }
 

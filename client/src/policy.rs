@@ -1,6 +1,7 @@
 //! How many values to hold for one sequence, and when to lease more: the service's cache
 //! policy (or the client's defaults for a strict sequence), widened to what the application
-//! is seen to use. Pure: the caller samples use and passes the time.
+//! is seen to use and, under the adaptive [`Growth`], to how long leases take. Pure: the
+//! caller samples use and passes the time.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -8,7 +9,9 @@ use std::time::Duration;
 use seqvend_blocks::{RateWindow, RefillRule};
 use serde::Deserialize;
 
-/// The most one lease may ask for (the service refuses more).
+use crate::growth::{Growth, RefillTimes};
+
+/// The most one lease may ask for (the service refuses more), and the default `max_lease`.
 pub const MAX_LEASE: u64 = 100_000;
 
 /// A sequence's cache policy as the service suggests it (`cache` in a lease's answer):
@@ -28,8 +31,12 @@ pub(crate) struct Limits {
     pub strict_default: CachePolicy,
     /// The buffer held at the least, whatever the service suggests.
     pub buffer: Duration,
-    /// The most values held for one sequence, however fast it is used.
+    /// The most values held for one sequence, however fast it is used: what bounds the
+    /// values a client can discard (see `Planner::lease_count`).
     pub max_cached: u64,
+    /// The most one lease asks for.
+    pub max_lease: u64,
+    pub growth: Growth,
 }
 
 #[derive(Debug)]
@@ -42,6 +49,9 @@ pub(crate) struct Planner {
     recent: VecDeque<(Duration, u64)>,
     recent_rate: f64,
     last_taken: u64,
+    refills: RefillTimes,
+    /// `max_lease`, lowered to `MAX_LEASE` if the service refused a larger count.
+    lease_ceiling: u64,
 }
 
 impl Planner {
@@ -54,6 +64,35 @@ impl Planner {
             recent: VecDeque::new(),
             recent_rate: 0.0,
             last_taken: 0,
+            refills: RefillTimes::default(),
+            lease_ceiling: limits.max_lease.max(1),
+        }
+    }
+
+    pub fn growth(&self) -> Growth {
+        self.limits.growth
+    }
+
+    /// A lease came back `took` after its request left.
+    pub fn refilled(&mut self, took: Duration) {
+        self.refills.observe(took);
+    }
+
+    /// The service refused a lease of `count` as too large: ask for at most `MAX_LEASE` (the
+    /// limit it documents) from now on. False if that was no larger, so nothing changes.
+    pub fn refused_as_too_large(&mut self, count: u64) -> bool {
+        let lowered = count > MAX_LEASE && self.lease_ceiling > MAX_LEASE;
+        if lowered {
+            self.lease_ceiling = MAX_LEASE;
+        }
+        lowered
+    }
+
+    /// The most one lease asks for: the old rule's fixed 100,000, or `max_lease`.
+    fn ceiling(&self) -> u64 {
+        match self.limits.growth {
+            Growth::Fixed => MAX_LEASE,
+            _ => self.lease_ceiling,
         }
     }
 
@@ -93,13 +132,19 @@ impl Planner {
             .unwrap_or(self.limits.strict_default)
     }
 
-    /// Seconds of use to hold: the longer of the service's and the client's buffer, but at
-    /// most half a lease's life, or most values would expire unused.
+    /// Seconds of use to hold: the longer of the service's and the client's buffer (and under
+    /// the adaptive rule of four refill times), but at most half a lease's life, or most
+    /// values would expire unused.
     pub fn buffer_seconds(&self) -> u64 {
+        let refills = match self.limits.growth {
+            Growth::Fixed => 0,
+            _ => self.refills.window().as_secs_f64().ceil() as u64,
+        };
         let wanted = self
             .policy()
             .buffer_seconds
-            .max(self.limits.buffer.as_secs());
+            .max(self.limits.buffer.as_secs())
+            .max(refills);
         match self.ttl {
             Some(ttl) => wanted.min((ttl.as_secs() / 2).max(1)),
             None => wanted,
@@ -129,12 +174,17 @@ impl Planner {
     /// How many values to lease now, holding `held` at `rate`, with at least `floor` wanted
     /// (a prefetch); `None` while enough is held. The rule's mark is at most half its size,
     /// so a refill never draws a trickle.
+    ///
+    /// What is held never exceeds the rule's size, at most `max_cached`, but for a prefetch's
+    /// floor: a lease tops up to it and no further. So the values a client can discard, when
+    /// its leases expire unused or it shuts down, are at most `max_cached` (or the prefetch
+    /// asked for) per sequence, however large its leases grew.
     pub fn lease_count(&self, held: u64, rate: f64, floor: u64) -> Option<u64> {
         let rule = self.rule(rate);
         let needed = rule.needs_refill(held, || rate) || held < floor;
         needed.then(|| {
             let top_up = rule.top_up(held).max(floor.saturating_sub(held));
-            top_up.clamp(1, MAX_LEASE)
+            top_up.clamp(1, self.ceiling())
         })
     }
 }
@@ -151,6 +201,8 @@ mod tests {
         },
         buffer: Duration::from_secs(120),
         max_cached: 1_000_000,
+        max_lease: MAX_LEASE,
+        growth: Growth::Adaptive,
     };
     const TEN_MINUTES: Duration = Duration::from_secs(600);
 
@@ -243,5 +295,107 @@ mod tests {
             planner.rate(after) > 0.0,
             "the minute's average remembers the burst"
         );
+    }
+
+    fn with_limits(limits: Limits) -> Planner {
+        let mut planner = Planner::new(limits);
+        planner.learn(None, TEN_MINUTES);
+        planner
+    }
+
+    #[test]
+    fn a_slow_service_makes_the_adaptive_rule_hold_four_refill_times_and_the_fixed_one_not() {
+        let short = Limits {
+            buffer: Duration::from_secs(1),
+            strict_default: CachePolicy {
+                buffer_seconds: 1,
+                ..LIMITS.strict_default
+            },
+            ..LIMITS
+        };
+        let mut adaptive = with_limits(short);
+        let mut fixed = with_limits(Limits {
+            growth: Growth::Fixed,
+            ..short
+        });
+        for planner in [&mut adaptive, &mut fixed] {
+            assert_eq!(planner.buffer_seconds(), 1);
+            planner.refilled(Duration::from_millis(1500));
+        }
+        assert_eq!((adaptive.buffer_seconds(), fixed.buffer_seconds()), (6, 1));
+        assert_eq!(adaptive.rule(10_000.0).size, 120_000);
+        assert_eq!(fixed.rule(10_000.0).size, 20_000);
+    }
+
+    #[test]
+    fn leases_grow_to_max_lease_under_the_adaptive_rule_and_stop_at_100k_under_the_fixed() {
+        let big = Limits {
+            max_cached: 8_000_000,
+            max_lease: 2_000_000,
+            ..LIMITS
+        };
+        let adaptive = with_limits(big);
+        let fixed = with_limits(Limits {
+            growth: Growth::Fixed,
+            ..big
+        });
+        let fast = 10_000_000.0;
+        assert_eq!(adaptive.lease_count(0, fast, 0), Some(2_000_000));
+        assert_eq!(
+            adaptive.lease_count(4_000_000, fast, 0),
+            None,
+            "half of max_cached held"
+        );
+        assert_eq!(fixed.lease_count(0, fast, 0), Some(MAX_LEASE));
+        assert_eq!(
+            adaptive.lease_count(0, 0.0, 0),
+            Some(10_000),
+            "idle: the base size"
+        );
+    }
+
+    #[test]
+    fn a_refusal_of_a_large_count_brings_leases_back_to_the_services_limit_once() {
+        let mut planner = with_limits(Limits {
+            max_lease: 500_000,
+            ..LIMITS
+        });
+        assert_eq!(planner.lease_count(0, 1e9, 0), Some(500_000));
+        assert!(
+            !planner.refused_as_too_large(MAX_LEASE),
+            "not a larger count"
+        );
+        assert!(planner.refused_as_too_large(500_000));
+        assert_eq!(planner.lease_count(0, 1e9, 0), Some(MAX_LEASE));
+        assert!(!planner.refused_as_too_large(500_000), "lowered already");
+    }
+
+    /// What a client can discard is what it holds: never more than `max_cached` (or a
+    /// prefetch's floor), whatever the rate, the refill time and the lease size.
+    #[test]
+    fn what_is_held_never_exceeds_max_cached_or_the_prefetch_floor_however_leases_grow() {
+        for growth in [Growth::Adaptive, Growth::Fixed] {
+            for max_lease in [1_000, MAX_LEASE, 3_000_000] {
+                let mut planner = with_limits(Limits {
+                    max_lease,
+                    growth,
+                    ..LIMITS
+                });
+                planner.refilled(Duration::from_secs(20));
+                for rate in [0.0, 1.0, 999.0, 1e5, 1e7, f64::INFINITY] {
+                    for floor in [0, 5_000, 2_000_000] {
+                        let mut held = 0;
+                        while let Some(count) = planner.lease_count(held, rate, floor) {
+                            held += count;
+                        }
+                        let bound = LIMITS.max_cached.max(floor);
+                        assert!(
+                            held <= bound,
+                            "{growth:?} {max_lease} {rate} {floor}: {held}"
+                        );
+                    }
+                }
+            }
+        }
     }
 }

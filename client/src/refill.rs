@@ -28,7 +28,7 @@ async fn refill_forever(shared: &Shared, service: &Service, url: &Url) {
     loop {
         shared.wake.notified().await;
         let mut attempts = 0;
-        while let Some(count) = shared.lease_wanted(Instant::now()) {
+        while let Some(count) = shared.next_lease(Instant::now()) {
             if failures > 0 {
                 let delay = options.backoff.delay(failures - 1, retry_after, &mut rng);
                 tokio::time::sleep(delay).await;
@@ -42,6 +42,9 @@ async fn refill_forever(shared: &Shared, service: &Service, url: &Url) {
                 }
                 Err(error) => {
                     Counters::bump(&shared.counters.failed_calls, 1);
+                    if shared.refused_as_too_large(count, &error) {
+                        continue; // asked again at once, for the service's limit
+                    }
                     attempts += 1;
                     let transient = error.is_transient();
                     // A definite answer is repeated for the quiet period instead of retried.

@@ -11,6 +11,7 @@ use tokio::sync::{watch, Notify};
 use crate::builder::Options;
 use crate::cache::BlockCache;
 use crate::clock::Now;
+use crate::growth::Growth;
 use crate::metrics::{Counters, Metrics};
 use crate::policy::Planner;
 use crate::service::Lease;
@@ -50,11 +51,14 @@ pub(crate) struct Shared {
 impl Shared {
     pub fn new(name: &str, options: Arc<Options>, started: Instant) -> Self {
         let now = Instant::now();
+        let mut planner = Planner::new(options.limits);
+        // Use is counted from here: the first refill decision then sees a rate.
+        planner.sample(now.saturating_duration_since(started), 0);
         Self {
             name: name.into(),
             cache: BlockCache::new(now),
             counters: Counters::default(),
-            planner: Mutex::new(Planner::new(options.limits)),
+            planner: Mutex::new(planner),
             options,
             wake: Notify::new(),
             status: watch::channel(Status::Fine).0,
@@ -204,12 +208,26 @@ impl Shared {
         planner.lease_count(held, rate, self.floor.load(Ordering::Relaxed))
     }
 
-    /// The ticker's round: expire, sample use, wake the refill task if the cache is low.
-    pub fn tick(&self, now: Instant) {
-        self.cache.expire(now, self.options.expiry_margin);
+    /// The refill task's decision: like `lease_wanted`, but under the adaptive rule use is
+    /// sampled first, so a cold start at full speed is seen after its first lease rather
+    /// than at the next tick.
+    pub fn next_lease(&self, now: Instant) -> Option<u64> {
+        if self.planner().growth() != Growth::Fixed {
+            self.sample(now);
+        }
+        self.lease_wanted(now)
+    }
+
+    fn sample(&self, now: Instant) {
         let taken = self.cache.taken();
         self.planner()
             .sample(now.saturating_duration_since(self.started), taken);
+    }
+
+    /// The ticker's round: expire, sample use, wake the refill task if the cache is low.
+    pub fn tick(&self, now: Instant) {
+        self.cache.expire(now, self.options.expiry_margin);
+        self.sample(now);
         if self.lease_wanted(now).is_some() {
             self.wake.notify_one();
         }
@@ -219,9 +237,19 @@ impl Shared {
     /// waiters.
     pub fn accept(&self, lease: Lease, sent: Instant) {
         self.cache.push(&lease.blocks, sent + fenced(lease.ttl));
-        self.planner().learn(lease.cache, lease.ttl);
+        let mut planner = self.planner();
+        planner.learn(lease.cache, lease.ttl);
+        planner.refilled(sent.elapsed());
+        drop(planner);
         Counters::bump(&self.counters.refills, 1);
         self.status.send_replace(Status::Fine);
+    }
+
+    /// The service refused a lease of `count` as invalid: if that count was above its
+    /// documented limit, later leases keep to the limit and the refusal is not reported.
+    pub fn refused_as_too_large(&self, count: u64, error: &Error) -> bool {
+        matches!(error, Error::Service { status: 400, code, .. } if code == "invalid_request")
+            && self.planner().refused_as_too_large(count)
     }
 
     pub fn fail(&self, error: Error, at: Instant) {
