@@ -84,6 +84,12 @@ impl ClientBuilder {
         }
     }
 
+    /// The defaults, for tests of the parts that take options.
+    #[cfg(test)]
+    pub(crate) fn default_options() -> Options {
+        Self::new(String::new(), String::new()).options
+    }
+
     /// Seconds of use to hold at the least (default 120 s); the service may ask for more.
     pub fn buffer(mut self, buffer: Duration) -> Self {
         self.options.limits.buffer = buffer;

@@ -34,8 +34,10 @@ struct Queue {
     blocks: VecDeque<Leased>,
     /// Values taken from blocks closed since.
     used: u64,
-    /// Values never taken because their block's deadline came first.
+    /// Values never taken because their block's deadline came first, or the client closed.
     expired: u64,
+    /// Set by `close`: blocks pushed later are counted as discarded, never queued.
+    closed: bool,
 }
 
 impl BlockCache {
@@ -70,6 +72,9 @@ impl BlockCache {
     pub fn advance(&self, now: Instant, margin: Duration) -> bool {
         let mut queue = self.lock();
         let current = self.active.load();
+        if queue.closed {
+            return false;
+        }
         if current.remaining() > 0 && !current.past_last_take(now) {
             return true; // another caller advanced already
         }
@@ -88,9 +93,14 @@ impl BlockCache {
         false
     }
 
-    /// Queues a lease's blocks behind those held already.
+    /// Queues a lease's blocks behind those held already (once closed, counts them as
+    /// discarded instead).
     pub fn push(&self, blocks: &[Block], deadline: Instant) {
         let mut queue = self.lock();
+        if queue.closed {
+            queue.expired += blocks.iter().map(Block::len).sum::<u64>();
+            return;
+        }
         queue
             .blocks
             .extend(blocks.iter().map(|&block| Leased { block, deadline }));
@@ -116,6 +126,21 @@ impl BlockCache {
             }
             keep
         });
+        queue.expired += discarded;
+        discarded
+    }
+
+    /// Ends every take for good: the active block is closed and the queue emptied, their
+    /// unused values counted as discarded (returned), as are those of any block pushed later.
+    pub fn close(&self) -> u64 {
+        let mut queue = self.lock();
+        queue.closed = true;
+        let mut discarded = 0;
+        if let Some((used, unused)) = self.active.load().close() {
+            queue.used += used;
+            discarded += unused;
+        }
+        discarded += queue.blocks.drain(..).map(|l| l.block.len()).sum::<u64>();
         queue.expired += discarded;
         discarded
     }
@@ -295,5 +320,21 @@ mod tests {
         );
         assert_eq!(cache.take_one(Now::At(now)), Some(1));
         assert_eq!(cache.held(now, Duration::ZERO), 149);
+    }
+
+    #[test]
+    fn closing_counts_everything_held_as_discarded_and_nothing_is_taken_or_queued_after() {
+        let now = Instant::now();
+        let cache = BlockCache::new(now);
+        let later = now + Duration::from_secs(60);
+        cache.push(&[block(1, 10), block(11, 15)], later);
+        assert_eq!(cache.take_one(Now::At(now)), None);
+        assert!(cache.advance(now, MARGIN));
+        assert_eq!(cache.take_one(Now::At(now)), Some(1));
+        assert_eq!(cache.close(), 9 + 5);
+        cache.push(&[block(16, 20)], later);
+        assert_eq!(drain(&cache, now), Vec::<i64>::new(), "closed");
+        assert_eq!((cache.taken(), cache.expired()), (1, 19));
+        assert_eq!(cache.close(), 0, "closed already");
     }
 }

@@ -100,6 +100,20 @@ impl Client {
         Snowflakes::start(self.inner.clone()).await
     }
 
+    /// Stops this client and every handle of it: its background work ends, no value is
+    /// handed out any more (calls answer [`Error::Closed`]), and what its caches still held
+    /// is counted as discarded. Returns the final counts, so an application can log the gap
+    /// it leaves: at most `max_cached` per sequence (or what a prefetch asked for), plus a
+    /// lease in flight at the moment, at most `max_lease`, which the service drew but the
+    /// client never saw. Dropping the last handle does the same without counting.
+    pub fn close(&self) -> Metrics {
+        self.inner.stop.cancel();
+        for shared in self.inner.sequences().values() {
+            shared.close();
+        }
+        self.metrics()
+    }
+
     /// Counts over every sequence this client has served.
     pub fn metrics(&self) -> Metrics {
         self.inner
@@ -135,6 +149,10 @@ impl Inner {
         let task = refill::run(shared.clone(), self.service.clone(), url, self.stop.clone());
         self.runtime.spawn(task);
         shared.wake.notify_one();
+        // Checked after the insertion: a `close` that missed it has cancelled already.
+        if self.stop.is_cancelled() {
+            shared.close();
+        }
         shared
     }
 }

@@ -48,6 +48,9 @@ pub enum Error {
     /// The builder was given something unusable (a bad URL, no tokio runtime).
     #[error("{0}")]
     Config(String),
+    /// The client was closed (`Client::close`): it hands out nothing more.
+    #[error("the client was closed")]
+    Closed,
     /// Snowflake ids: this client holds no worker id now (its lease was taken over, and a
     /// new one is being leased).
     #[error("this client holds no worker id")]

@@ -143,8 +143,13 @@ impl Shared {
     }
 
     /// A refusal the service gave within the quiet period: repeated without asking again.
+    /// Once closed, always that.
     fn definite_error(&self, status: &Status, now: Instant) -> Option<Error> {
         match status {
+            Status::Failed {
+                error: Error::Closed,
+                ..
+            } => Some(Error::Closed),
             Status::Failed { error, at }
                 if !error.is_transient() && now < *at + self.options.backoff.cap =>
             {
@@ -242,7 +247,7 @@ impl Shared {
         planner.refilled(sent.elapsed());
         drop(planner);
         Counters::bump(&self.counters.refills, 1);
-        self.status.send_replace(Status::Fine);
+        self.report(Status::Fine);
     }
 
     /// The service refused a lease of `count` as invalid: if that count was above its
@@ -253,7 +258,34 @@ impl Shared {
     }
 
     pub fn fail(&self, error: Error, at: Instant) {
-        self.status.send_replace(Status::Failed { error, at });
+        self.report(Status::Failed { error, at });
+    }
+
+    /// Publishes a lease request's outcome, unless the client was closed: that stays.
+    fn report(&self, outcome: Status) {
+        self.status.send_if_modified(|status| {
+            let open = !matches!(
+                status,
+                Status::Failed {
+                    error: Error::Closed,
+                    ..
+                }
+            );
+            if open {
+                *status = outcome;
+            }
+            open
+        });
+    }
+
+    /// Hands out nothing more: what the cache held, and any lease still to come, is counted
+    /// as discarded; callers are answered `Closed`.
+    pub fn close(&self) {
+        self.cache.close();
+        self.status.send_replace(Status::Failed {
+            error: Error::Closed,
+            at: Instant::now(),
+        });
     }
 
     pub fn metrics(&self) -> Metrics {
@@ -265,5 +297,60 @@ impl Shared {
         self.planner
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use seqvend_blocks::Block;
+
+    use super::*;
+    use crate::builder::ClientBuilder;
+
+    fn lease(first: i64, last: i64, ttl: Duration) -> Lease {
+        Lease {
+            blocks: vec![Block::new(first, last, 1).unwrap()],
+            exhausted: false,
+            ttl,
+            cache: None,
+        }
+    }
+
+    /// A large lease from a slow service came back long after it left: its values are still
+    /// trusted only until its request's departure plus the fenced ttl, never from its arrival.
+    #[test]
+    fn a_lease_that_took_long_is_trusted_from_before_its_request_left_not_from_its_answer() {
+        let options = Arc::new(ClientBuilder::default_options());
+        let margin = options.expiry_margin;
+        let shared = Shared::new("orders", options, Instant::now());
+        let ttl = Duration::from_secs(10);
+        let sent = Instant::now().checked_sub(Duration::from_secs(3)).unwrap();
+        shared.accept(lease(1, 100_000, ttl), sent);
+        let last_take = sent + fenced(ttl) - margin;
+        assert!(shared.cache.advance(Instant::now(), margin));
+        assert_eq!(shared.cache.take_one(Now::At(last_take)), Some(1));
+        let late = last_take + Duration::from_nanos(1);
+        assert_eq!(shared.cache.take_one(Now::At(late)), None);
+        assert!(!shared.cache.advance(late, margin), "nothing else is held");
+    }
+
+    #[test]
+    fn a_closed_sequence_answers_closed_and_counts_what_it_held_and_what_came_after() {
+        let options = Arc::new(ClientBuilder::default_options());
+        let shared = Shared::new("orders", options, Instant::now());
+        let ttl = Duration::from_secs(600);
+        shared.accept(lease(1, 1000, ttl), Instant::now());
+        assert_eq!(shared.try_next(), Ok(1));
+        shared.close();
+        assert_eq!(shared.try_next(), Err(Error::Closed));
+        shared.accept(lease(1001, 1500, ttl), Instant::now());
+        assert_eq!(
+            shared.try_next(),
+            Err(Error::Closed),
+            "a late lease changes nothing"
+        );
+        assert_eq!(shared.lease_wanted(Instant::now()), None);
+        let metrics = shared.metrics();
+        assert_eq!((metrics.hits, metrics.discarded), (1, 999 + 500));
     }
 }

@@ -3,7 +3,9 @@
 //! Environment: SEQVEND_URL, SEQVEND_TOKEN (a token with a `lease` scope, e.g. a bootstrap vend token), SEQUENCE (which must exist),
 //! THREADS (1), SECONDS (10), RATE (ids/s across all threads; 0, the default, is as fast as
 //! possible), WARM (values to lease before the clock starts; 0), MAX_CACHED (the client's
-//! cap on values held; its default if unset). Every value is recorded in a per-thread bitmap,
+//! cap on values held; its default if unset), GROWTH (`adaptive`, the default, or `fixed`: the
+//! rule of earlier versions), MAX_LEASE (the most one lease asks for; its default if unset).
+//! Every value is recorded in a per-thread bitmap,
 //! so duplicates (within and across threads) are counted exactly.
 //!
 //! With WARM set, the run measures the warm cache: it ends after SECONDS, or as soon as a
@@ -16,7 +18,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use seqvend_client::{Client, Error, Metrics, Sequence};
+use seqvend_client::{Client, Error, Growth, Metrics, Sequence};
 
 mod record;
 
@@ -31,6 +33,8 @@ struct Config {
     rate: f64,
     warm: u64,
     max_cached: Option<u64>,
+    max_lease: Option<u64>,
+    growth: Growth,
 }
 
 fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
@@ -57,6 +61,12 @@ impl Config {
             rate: env_or("RATE", 0.0),
             warm: env_or("WARM", 0u64),
             max_cached: std::env::var("MAX_CACHED").ok().map(|v| v.parse().unwrap()),
+            max_lease: std::env::var("MAX_LEASE").ok().map(|v| v.parse().unwrap()),
+            growth: match std::env::var("GROWTH").as_deref() {
+                Ok("fixed") => Growth::Fixed,
+                Ok("adaptive") | Err(_) => Growth::Adaptive,
+                Ok(other) => panic!("GROWTH={other:?} is neither adaptive nor fixed"),
+            },
         }
     }
 }
@@ -77,9 +87,12 @@ fn main() {
         .build()
         .expect("tokio runtime");
     let (client, sequence, first) = runtime.block_on(async {
-        let mut builder = Client::builder(&config.url, &config.token);
+        let mut builder = Client::builder(&config.url, &config.token).growth(config.growth);
         if let Some(values) = config.max_cached {
             builder = builder.max_cached(values);
+        }
+        if let Some(values) = config.max_lease {
+            builder = builder.max_lease(values);
         }
         let client = builder.build().expect("client built");
         let sequence = client.sequence(&config.sequence);

@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""seqvend-client from a cold start: writes the "client-cold" section of docs/performance.md.
+Started by loadtest/client.sh.
+
+Each run is the client_bench example on a sequence created for it (strict, the default
+policy: nothing leased before the first `next`), for CLIENT_SECONDS (10) after that first
+value, with 1 and 2 threads, each under the adaptive growth (the default) and the fixed rule
+of earlier versions, each at full speed and paced at CLIENT_PACED ids/s per thread
+(10,000,000). Rounds are interleaved (each round runs every case once, in the same order),
+CLIENT_ROUNDS (3) of them, and the medians are reported with the spread of the rounds: the
+machine is shared, and the ratios within a round matter more than the absolute figures.
+"""
+
+import datetime
+import os
+import shutil
+import statistics
+import subprocess
+import tempfile
+from pathlib import Path
+
+from run import (BASE, ROOT, VEND_TOKEN, Seqvend, commit, create_sequence, log, machine,
+                 write_section)
+
+CLIENT_BENCH = ROOT / "target" / "release" / "examples" / "client_bench"
+SECONDS = float(os.environ.get("CLIENT_SECONDS", "10"))
+ROUNDS = int(os.environ.get("CLIENT_ROUNDS", "3"))
+PACED = int(os.environ.get("CLIENT_PACED", "10000000"))
+THREADS = (1, 2)
+GROWTHS = ("fixed", "adaptive")
+MODES = ("full", "paced")
+
+
+def bench(name, threads, growth, mode):
+    """One cold run: its last line as a dict, with waits per second added."""
+    rate = PACED * threads if mode == "paced" else 0
+    create_sequence(name, 1, 9_000_000_000_000_000_000)
+    env = dict(os.environ, SEQVEND_URL=BASE, SEQVEND_TOKEN=VEND_TOKEN, SEQUENCE=name,
+               THREADS=str(threads), SECONDS=str(SECONDS), RATE=str(rate), WARM="0", GROWTH=growth)
+    out = subprocess.run([str(CLIENT_BENCH)], env=env, capture_output=True, text=True,
+                         check=True).stdout
+    lines = out.strip().splitlines()
+    figures = dict(pair.split("=", 1) for pair in lines[-1].split())
+    seconds = next(float(p.split("=")[1]) for p in " ".join(lines).split() if p.startswith("seconds="))
+    figures["waits_per_second"] = int(figures["waits"]) / seconds
+    figures["leases_per_second"] = int(figures["service_calls"]) / seconds
+    return figures
+
+
+def cases():
+    return [(threads, growth, mode) for mode in MODES for threads in THREADS for growth in GROWTHS]
+
+
+def run_rounds():
+    results = {case: [] for case in cases()}
+    for round_number in range(1, ROUNDS + 1):
+        for case in cases():
+            threads, growth, mode = case
+            name = f"cold-{round_number}-{threads}-{growth}-{mode}"
+            log(f"round {round_number}: {threads} thread(s), {growth}, {mode}")
+            results[case].append(bench(name, threads, growth, mode))
+    return results
+
+
+def median_and_spread(runs, key):
+    values = [float(run[key]) for run in runs]
+    return statistics.median(values), min(values), max(values)
+
+
+def row(case, runs):
+    threads, growth, mode = case
+    ids, ids_low, ids_high = median_and_spread(runs, "ids_per_second_per_thread")
+    waits, waits_low, waits_high = median_and_spread(runs, "waits_per_second")
+    leases = statistics.median(float(run["leases_per_second"]) for run in runs)
+    duplicates = max(int(run["duplicates"]) for run in runs)
+    target = "full speed" if mode == "full" else f"{PACED / 1e6:.0f} M/s per thread"
+    return (f"| {target} | {threads} | {growth} | **{ids / 1e6:.2f} M** ({ids_low / 1e6:.2f}–{ids_high / 1e6:.2f}) "
+            f"| **{waits:.1f}** ({waits_low:.1f}–{waits_high:.1f}) | {leases:.1f} | {duplicates} |")
+
+
+def ratios(results):
+    lines = []
+    for mode in MODES:
+        for threads in THREADS:
+            def med(growth):
+                return statistics.median(float(r["ids_per_second_per_thread"])
+                                         for r in results[(threads, growth, mode)])
+            lines.append(f"- {mode}, {threads} thread(s): adaptive / fixed ids/s = "
+                         f"{med('adaptive') / med('fixed'):.2f}")
+    return lines
+
+
+def write(results, load_before, load_after):
+    lines = [
+        "## Thick client from a cold start (`loadtest/client.sh`)",
+        "",
+        f"- Date: {datetime.date.today().isoformat()}",
+        f"- Machine: {machine()}",
+        f"- Commit: {commit()}",
+        "- Setup: seqvend release build (default settings) and its private PostgreSQL on the same"
+        " machine as the client; each run on a new strict sequence (the client's default policy),"
+        f" timed for {SECONDS:.0f} s from its first value; {ROUNDS} interleaved rounds, medians"
+        " (spread of the rounds in brackets).",
+        f"- Load average (1 min) before the runs: {load_before:.1f}, after: {load_after:.1f}"
+        " (the machine is shared with other builds and tests).",
+        "",
+        "| target | threads | growth | ids/s per thread | waits/s | leases/s | duplicates |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    lines += [row(case, runs) for case, runs in results.items()]
+    lines += ["", *ratios(results), "", "Rerun with `loadtest/client.sh`."]
+    section = ["#" + line if line.startswith("#") else line for line in lines]
+    write_section("client-cold", "\n".join(section))
+    print("\n".join(lines))
+
+
+def main():
+    load_before = os.getloadavg()[0]
+    scratch = Path(tempfile.mkdtemp(prefix="seqvend-client-load-"))
+    os.chmod(scratch, 0o755)
+    try:
+        seqvend = Seqvend(scratch / "pg")
+        try:
+            results = run_rounds()
+        finally:
+            seqvend.stop()
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    write(results, load_before, os.getloadavg()[0])
+
+
+if __name__ == "__main__":
+    main()
