@@ -42,17 +42,22 @@
 //!   retirement were vended before it, and are still handed out until they run out or expire.
 //!
 //! # Refill
-//! Per sequence, use is sampled every tick into the sliding one-minute [`RateWindow`] of
-//! `seqvend-blocks` (the last second's rate counts too, so a burst is met at once). With the
-//! service's suggested policy (or, for a strict sequence, [`STRICT_DEFAULT`]: 10,000 values,
-//! 120 s), the client holds `buffer = max(suggested, 120 s)` of use, at most half a lease's
-//! life; its size is `max(suggested size, 2 × rate × buffer)`, capped at 1,000,000; a
-//! refill starts below [`RefillRule::mark`] (at most half the size, so a refill never
-//! trickles) and tops up in leases of at most 100,000. Values in blocks that
-//! expire within the buffer do not count as held. At 1,000 ids/s the default holds
-//! 120,000–240,000 values: a 60 s outage of the service causes no wait. The price is paid
-//! at low rates: what a lease held when it expired is discarded (a gap in the sequence),
-//! up to the suggested size per lease's life.
+//! Per sequence, use is sampled into the sliding one-minute [`RateWindow`] of
+//! `seqvend-blocks` every tick and, under the default [`Growth::Adaptive`], at every refill
+//! decision too, so a cold start at full speed is seen when its first lease runs out (the
+//! last second's rate counts too, so a burst is met at once). With the service's suggested
+//! policy (or, for a strict sequence, [`STRICT_DEFAULT`]: 10,000 values, 120 s), the client
+//! holds `buffer = max(suggested, 120 s, 4 × the slowest recent refill)` of use, at most half
+//! a lease's life; its size is `max(suggested size, 2 × rate × buffer)`, capped at
+//! `max_cached` (1,000,000); a refill starts below [`RefillRule::mark`] (at most half the
+//! size, so a refill never trickles) and tops up in leases of at most `max_lease` (100,000,
+//! the service's limit). Values in blocks that expire within the buffer do not count as
+//! held. At 1,000 ids/s the default holds 120,000–240,000 values: a 60 s outage of the
+//! service causes no wait. The price is paid at low rates: what a lease held when it expired
+//! is discarded (a gap in the sequence). What is held never exceeds `max_cached` (or what a
+//! [`Sequence::prefetch`] asked for), so that bounds the values discarded per lease's life
+//! and at [`Client::close`], however large leases grow. See `docs/client.md` for the rule
+//! and how it compares with Leaf's segment step.
 //!
 //! # Failure modes
 //! - **Service down or slow**: cached values keep flowing; the refill task retries with
@@ -66,6 +71,8 @@
 //!   [`Error::Unauthorized`], other 4xx) are returned once nothing is cached, and repeated
 //!   without asking the service again for the retry cap (5 s). A clipped lease's values
 //!   are served before `Exhausted`.
+//! - **Close**: [`Client::close`] stops every handle at once ([`Error::Closed`]) and counts
+//!   what the caches held as discarded; it returns the final counts.
 //! - **Drop**: background work (one ticker per client, one refill task per sequence) runs on
 //!   the runtime the client was built in, and stops when the last [`Client`] or
 //!   [`Sequence`] handle is dropped.

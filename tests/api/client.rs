@@ -310,3 +310,60 @@ async fn a_starved_runtime_takes_no_value_past_the_leases_fenced_deadline() {
         late.first()
     );
 }
+
+/// The sizes of the client leases of this test's database, in the order they were granted.
+async fn client_lease_sizes(db: &TestDb) -> Vec<i64> {
+    db.connect()
+        .await
+        .query(
+            "SELECT value_count FROM seqvend.leases WHERE kind = 'client' ORDER BY id",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect()
+}
+
+/// A cold start at full speed: the first lease is the strict default (10,000); the refill
+/// that follows it has already seen the rate, so every later lease is the largest allowed,
+/// and the cache runs dry about once per lease, not once per 10,000 values.
+#[tokio::test(flavor = "multi_thread")]
+async fn from_a_cold_start_at_full_speed_every_lease_after_the_first_is_the_largest() {
+    let db = TestDb::shared().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    app.create_ok("burst", 1, 10_000_000).await;
+    let client = app.client();
+    let burst = client.sequence("burst");
+    let mut taken = Vec::with_capacity(1_000_000);
+    while taken.len() < 1_000_000 {
+        taken.extend(burst.next_n(10_000).await.unwrap());
+    }
+    assert!(increasing(&taken));
+    let sizes = client_lease_sizes(&db).await;
+    assert_eq!(sizes[0], 10_000, "{sizes:?}");
+    assert!(sizes[1..].iter().all(|size| *size == 100_000), "{sizes:?}");
+    let metrics = client.metrics();
+    assert!(metrics.waits <= metrics.refills, "{metrics:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn closing_a_client_counts_what_it_held_as_discarded_and_hands_out_nothing_more() {
+    let db = TestDb::shared().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    app.create_ok("closing", 1, 10_000_000).await;
+    let client = app.client();
+    let closing = client.sequence("closing");
+    closing.prefetch(50_000).await.unwrap();
+    let taken = closing.next_n(10).await.unwrap();
+    let metrics = client.close();
+    let leased = client_leased(&db).await;
+    assert_eq!(metrics.hits, 10);
+    assert_eq!(metrics.discarded, leased as u64 - 10, "{metrics:?}");
+    assert_eq!(closing.next().await, Err(Error::Closed));
+    assert_eq!(closing.try_next(), Err(Error::Closed));
+    assert_eq!(client.next("another").await, Err(Error::Closed));
+    assert_eq!(client_leased(&db).await, leased, "nothing leased after the close");
+    assert_eq!(taken, (1..=10).collect::<Vec<i64>>());
+}
