@@ -3,7 +3,9 @@
 # sequence (the client's default policy) for 10 s from its first value, 1 and 2 threads, at
 # full speed and paced at 10 M ids/s per thread, under the adaptive growth (the default)
 # beside the fixed rule of earlier versions, in interleaved rounds; medians of 3. Starts its
-# own seqvend and PostgreSQL, and writes its section of docs/performance.md.
+# own seqvend and PostgreSQL, and writes its section of docs/performance.md; every case also
+# runs against lease_stub, a stand-in answering each lease in 2 ms, to show the client apart
+# from the service.
 #   loadtest/client.sh
 #   CLIENT_SECONDS=3 CLIENT_ROUNDS=1 loadtest/client.sh   # a quick try
 # The warm cache's figures (1, 2 and 8 threads) are measured by loadtest/cache.sh.
@@ -12,5 +14,5 @@ cd "$(repo_root)"
 
 ensure_postgres
 SQLX_OFFLINE=true cargo build --release --quiet --bin seqvend
-cargo build --release --quiet -p seqvend-client --example client_bench
+cargo build --release --quiet -p seqvend-client --example client_bench --example lease_stub
 exec python3 loadtest/client.py

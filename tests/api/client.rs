@@ -364,6 +364,34 @@ async fn closing_a_client_counts_what_it_held_as_discarded_and_hands_out_nothing
     assert_eq!(closing.next().await, Err(Error::Closed));
     assert_eq!(closing.try_next(), Err(Error::Closed));
     assert_eq!(client.next("another").await, Err(Error::Closed));
-    assert_eq!(client_leased(&db).await, leased, "nothing leased after the close");
+    assert_eq!(
+        client_leased(&db).await,
+        leased,
+        "nothing leased after the close"
+    );
     assert_eq!(taken, (1..=10).collect::<Vec<i64>>());
+}
+
+/// A client told it may lease more than the service allows learns the limit from the first
+/// refusal, and goes on in leases the service grants.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_client_asking_for_more_than_the_service_allows_falls_back_to_its_limit() {
+    let db = TestDb::shared().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    app.create_ok("large", 1, 10_000_000).await;
+    let client = Client::builder(&app.address, VEND_TOKEN)
+        .max_lease(1_000_000)
+        .max_cached(1_000_000)
+        .wait_timeout(Duration::from_secs(30))
+        .build()
+        .unwrap();
+    let large = client.sequence("large");
+    large.prefetch(300_000).await.unwrap();
+    // The refusal is one failed call (a busy database may add others, answered 503).
+    let metrics = client.metrics();
+    assert!(metrics.failed_calls >= 1, "{metrics:?}");
+    let sizes = client_lease_sizes(&db).await;
+    assert!(sizes.iter().all(|size| *size <= 100_000), "{sizes:?}");
+    assert!(sizes.iter().sum::<i64>() >= 300_000, "{sizes:?}");
+    assert_eq!(large.next().await.unwrap(), 1);
 }
