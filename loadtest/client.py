@@ -16,6 +16,7 @@ drawn in constant time would be. The first shows what the service allows today; 
 what the client does when the service is not the limit.
 """
 
+import contextlib
 import datetime
 import os
 import shutil
@@ -147,18 +148,16 @@ def write(results, urls, load_before, load_after):
 
 def main():
     load_before = os.getloadavg()[0]
-    scratch = Path(tempfile.mkdtemp(prefix="seqvend-client-load-"))
-    os.chmod(scratch, 0o755)
-    try:
-        seqvend = Seqvend(scratch / "pg")
+    with contextlib.ExitStack() as cleanup:
+        scratch = Path(tempfile.mkdtemp(prefix="seqvend-client-load-"))
+        cleanup.callback(shutil.rmtree, scratch, ignore_errors=True)
+        # The private cluster may run as another user (postgres, when started as root).
+        os.chmod(scratch, 0o755)
         stub, stub_url = start_stub()
-        try:
-            results = run_rounds((BASE, stub_url))
-        finally:
-            stub.terminate()
-            seqvend.stop()
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        cleanup.callback(stub.terminate)
+        seqvend = Seqvend(scratch / "pg")
+        cleanup.callback(seqvend.stop)
+        results = run_rounds((BASE, stub_url))
     write(results, (BASE, stub_url), load_before, os.getloadavg()[0])
 
 

@@ -313,17 +313,9 @@ async fn a_starved_runtime_takes_no_value_past_the_leases_fenced_deadline() {
 
 /// The sizes of the client leases of this test's database, in the order they were granted.
 async fn client_lease_sizes(db: &TestDb) -> Vec<i64> {
-    db.connect()
-        .await
-        .query(
-            "SELECT value_count FROM seqvend.leases WHERE kind = 'client' ORDER BY id",
-            &[],
-        )
-        .await
-        .unwrap()
-        .iter()
-        .map(|row| row.get(0))
-        .collect()
+    let sql = "SELECT value_count FROM seqvend.leases WHERE kind = 'client' ORDER BY id";
+    let rows = db.connect().await.query(sql, &[]).await.unwrap();
+    rows.iter().map(|row| row.get(0)).collect()
 }
 
 /// A cold start at full speed: the first lease is the strict default (10,000); the refill
