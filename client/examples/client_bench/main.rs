@@ -149,7 +149,9 @@ fn take(
                 std::thread::sleep(Duration::from_micros(200));
                 continue;
             }
-            due - outcome.taken
+            // At most a batch at a time behind, so a run held back by its leases still ends
+            // when told to.
+            (due - outcome.taken).min(4096)
         } else {
             4096
         };
