@@ -13,7 +13,9 @@ machine is shared, and the ratios within a round matter more than the absolute f
 Every case runs twice: against seqvend, and against the lease_stub example, a stand-in that
 answers each lease in a fixed CLIENT_STUB_MS (2) milliseconds whatever its size, as a lease
 drawn in constant time would be. The first shows what the service allows today; the second
-what the client does when the service is not the limit.
+what the client does when the service is not the limit. A third stand-in allows leases of
+1,000,000 values, and the client is let use them (MAX_LEASE, with MAX_CACHED 4,000,000): what
+the adaptive rule does once the service's lease limit is raised.
 """
 
 import contextlib
@@ -39,12 +41,18 @@ GROWTHS = ("fixed", "adaptive")
 MODES = ("full", "paced")
 
 
-def bench(url, name, threads, growth, mode):
+BIG_LEASE = 1_000_000
+# What the client is told against the stand-in that allows large leases.
+BIG_CLIENT = {"MAX_LEASE": str(BIG_LEASE), "MAX_CACHED": str(4 * BIG_LEASE)}
+
+
+def bench(target, name, threads, growth, mode):
     """One cold run: its last line as a dict, with waits per second added."""
+    url, client_env = target
     rate = PACED * threads if mode == "paced" else 0
     if url == BASE:
         create_sequence(name, 1, 9_000_000_000_000_000_000)
-    env = dict(os.environ, SEQVEND_URL=url, SEQVEND_TOKEN=VEND_TOKEN, SEQUENCE=name,
+    env = dict(os.environ, **client_env, SEQVEND_URL=url, SEQVEND_TOKEN=VEND_TOKEN, SEQUENCE=name,
                THREADS=str(threads), SECONDS=str(SECONDS), RATE=str(rate), WARM="0", GROWTH=growth)
     out = subprocess.run([str(CLIENT_BENCH)], env=env, capture_output=True, text=True,
                          check=True).stdout
@@ -60,21 +68,21 @@ def cases():
     return [(threads, growth, mode) for mode in MODES for threads in THREADS for growth in GROWTHS]
 
 
-def run_rounds(urls):
-    results = {(url, case): [] for url in urls for case in cases()}
+def run_rounds(targets):
+    results = {(label, case): [] for label in targets for case in cases()}
     for round_number in range(1, ROUNDS + 1):
-        for url in urls:
+        for label, target in targets.items():
             for case in cases():
                 threads, growth, mode = case
                 name = f"cold-{round_number}-{threads}-{growth}-{mode}"
-                log(f"round {round_number}, {url}: {threads} thread(s), {growth}, {mode}")
-                results[(url, case)].append(bench(url, name, threads, growth, mode))
+                log(f"round {round_number}, {label}: {threads} thread(s), {growth}, {mode}")
+                results[(label, case)].append(bench(target, name, threads, growth, mode))
     return results
 
 
-def start_stub():
-    stub = subprocess.Popen([str(LEASE_STUB)], env=dict(os.environ, LEASE_MS=str(STUB_MS)),
-                            stdout=subprocess.PIPE, text=True)
+def start_stub(max_count):
+    env = dict(os.environ, LEASE_MS=str(STUB_MS), MAX_COUNT=str(max_count))
+    stub = subprocess.Popen([str(LEASE_STUB)], env=env, stdout=subprocess.PIPE, text=True)
     return stub, "http://" + stub.stdout.readline().strip()
 
 
@@ -115,7 +123,7 @@ def table(results):
     return lines + ["", *ratios(results)]
 
 
-def write(results, urls, load_before, load_after):
+def write(results, load_before, load_after):
     lines = [
         "## Thick client from a cold start (`loadtest/client.sh`)",
         "",
@@ -133,13 +141,16 @@ def write(results, urls, load_before, load_after):
         " ≤ 1 per second. Paced runs ask for 10 M ids/s per thread; full-speed runs take as fast as"
         " the client gives (a warm cache gives tens of millions per thread: the leases set the pace).",
     ]
-    seqvend_url, stub_url = urls
     lines += ["", "### Against seqvend", ""]
-    lines += table({case: results[(seqvend_url, case)] for case in cases()})
+    lines += table({case: results[("seqvend", case)] for case in cases()})
     lines += ["", f"### Against a stand-in answering every lease in {STUB_MS} ms (`lease_stub`)", "",
               "No database, no durability: what the client does when leases come back in constant"
               " time, at most 100,000 values each.", ""]
-    lines += table({case: results[(stub_url, case)] for case in cases()})
+    lines += table({case: results[("stub", case)] for case in cases()})
+    lines += ["", f"### The same stand-in allowing leases of {BIG_LEASE:,} values", "",
+              f"The client told `max_lease` {BIG_LEASE:,} and `max_cached` {4 * BIG_LEASE:,}; the"
+              " fixed rule still asks for 100,000 at most.", ""]
+    lines += table({case: results[("big", case)] for case in cases()})
     lines += ["", "Rerun with `loadtest/client.sh`."]
     section = ["#" + line if line.startswith("#") else line for line in lines]
     write_section("client-cold", "\n".join(section))
@@ -153,12 +164,15 @@ def main():
         cleanup.callback(shutil.rmtree, scratch, ignore_errors=True)
         # The private cluster may run as another user (postgres, when started as root).
         os.chmod(scratch, 0o755)
-        stub, stub_url = start_stub()
+        stub, stub_url = start_stub(100_000)
         cleanup.callback(stub.terminate)
+        big, big_url = start_stub(BIG_LEASE)
+        cleanup.callback(big.terminate)
         seqvend = Seqvend(scratch / "pg")
         cleanup.callback(seqvend.stop)
-        results = run_rounds((BASE, stub_url))
-    write(results, (BASE, stub_url), load_before, os.getloadavg()[0])
+        targets = {"seqvend": (BASE, {}), "stub": (stub_url, {}), "big": (big_url, BIG_CLIENT)}
+        results = run_rounds(targets)
+    write(results, load_before, os.getloadavg()[0])
 
 
 if __name__ == "__main__":
