@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use reqwest::StatusCode;
+use reqwest::{Method, StatusCode};
 use seqvend::local_pg::Shutdown;
 
 use crate::helpers::*;
@@ -197,4 +197,68 @@ async fn values_whose_commit_the_synchronous_standby_did_not_confirm_are_withhel
         next > committed,
         "{next} comes after {committed}, which was committed locally and withheld"
     );
+}
+
+/// Cancels every commit of this database waiting for a synchronous standby; how many.
+async fn cancel_commits_waiting_for_the_standby(dba: &tokio_postgres::Client) -> i64 {
+    dba.query_one(
+        "SELECT count(pg_cancel_backend(pid)) FROM pg_stat_activity \
+         WHERE datname = current_database() AND wait_event = 'SyncRep'",
+        &[],
+    )
+    .await
+    .unwrap()
+    .get(0)
+}
+
+/// The registry pool's durable commits (worker ids, block lease rows and their renewals) are
+/// held to the vend statement's rule: a commit whose wait for the synchronous standby was
+/// cancelled is committed here only, and what it records is not acted on. Here a worker id:
+/// handed out, it could be handed out again by the standby a failover promotes.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_worker_id_whose_lease_the_synchronous_standby_did_not_confirm_is_not_handed_out() {
+    let pg = Pg::start("syncrep-worker", &[]).await;
+    let db = TestDb::create(&pg.cluster).await;
+    let app = std::sync::Arc::new(spawn_app_on(&db, test_settings()).await);
+    let dba = db.connect().await;
+    dba.batch_execute("ALTER SYSTEM SET synchronous_standby_names = 'absent'")
+        .await
+        .unwrap();
+    dba.batch_execute("SELECT pg_reload_conf()").await.unwrap();
+    // As for the vend above: a lease taken before the backend read the reloaded setting is
+    // answered normally, and the next one waits.
+    let request = loop {
+        let request = tokio::spawn({
+            let app = app.clone();
+            async move {
+                app.request(Method::POST, "/workers/lease", Some(VEND_TOKEN), None)
+                    .await
+            }
+        });
+        let waits = eventually_some(
+            Duration::from_secs(20),
+            "a worker lease waits for the standby, or answers",
+            || async {
+                if request.is_finished() {
+                    return Some(false);
+                }
+                let waiting = sessions_blocked(&dba, Blocked::On("SyncRep"), "COMMIT").await;
+                (waiting > 0).then_some(true)
+            },
+        )
+        .await;
+        if waits {
+            break request;
+        }
+        assert_eq!(request.await.unwrap().status, StatusCode::OK);
+    };
+    assert!(cancel_commits_waiting_for_the_standby(&dba).await >= 1);
+    let reply = request.await.unwrap();
+    reply.assert_error(503, "unavailable");
+
+    dba.batch_execute("ALTER SYSTEM RESET synchronous_standby_names")
+        .await
+        .unwrap();
+    dba.batch_execute("SELECT pg_reload_conf()").await.unwrap();
+    cancel_commits_waiting_for_the_standby(&dba).await;
 }
