@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""Writes the Patroni scenarios' figures (the JSON rows tests/patroni leaves in DIR/patroni/)
+into docs/reliability.md, between the `section:patroni` markers. Usage: report.py DIR PROFILE"""
+import datetime, json, os, pathlib, re, subprocess, sys
+
+DESCRIPTIONS = {
+    "Switchover": "`POST /switchover` to the synchronous standby (its answer checked, not an exit code)",
+    "LeaderKilled": "SIGKILL of the leader's Patroni and PostgreSQL; Patroni restarted, the node rewinds",
+    "LeaderPatroniKilled": "SIGKILL of the leader's Patroni only: its PostgreSQL runs on as an orphan primary",
+    "LeaderFrozen": "SIGSTOP of the leader's PostgreSQL until another node leads; its Patroni reset, then SIGCONT",
+    "SyncStandbyKilled": "SIGKILL of the synchronous standby's Patroni and PostgreSQL (strict mode)",
+    "EtcdStopped": "etcd killed until the leader demotes itself, then started again",
+}
+KINDS = ["strict", "cached", "keyed", "counter", "snowflake"]
+
+
+def seconds(ms):
+    return "—" if ms is None else f"{ms / 1000:.1f} s"
+
+
+def row(r):
+    first = r["first_value_ms"]
+    strict, slowest = first.get("strict"), max(first.values())
+    leader = r["new_leader_ms"]
+    after_leader = "—" if leader is None or strict is None else seconds(max(strict - leader, 0))
+    return (
+        f"| {r['scenario']} | {DESCRIPTIONS.get(r['scenario'], '')} | {r['values']:,} | {r['duplicates']} | "
+        f"{r['outside']} | {r['lost']} | {seconds(leader)} | {seconds(strict)} ({after_leader}) | "
+        f"{seconds(slowest)} | {r['unavailable']:,} / {r['other_failures']:,} | "
+        f"{seconds(r['longest_ms'])} / {seconds(r['deadline_ms'])} |"
+    )
+
+
+def main():
+    rows = [json.loads(p.read_text()) for p in sorted(pathlib.Path(sys.argv[1], "patroni").glob("*.json"), key=lambda p: int(p.stem))]
+    if not rows:
+        sys.exit("no Patroni figures were written")
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+    versions = subprocess.run(["dpkg-query", "-W", "-f", "${Package} ${Version}, ", "patroni", "etcd-server"],
+                              capture_output=True, text=True).stdout.strip(", ")
+    lines = [
+        f"- Date: {datetime.date.today().isoformat()}; commit {commit}; {os.cpu_count()} cores ({cpu}); "
+        f"{sys.argv[2]} build; {versions}; PostgreSQL 15",
+        "- Rerun with `scripts/reliability.sh` (CI runs the same scenarios as `cargo test --test patroni`).",
+        "- One run, one cluster (`scripts/patroni.sh`: etcd + three nodes, `synchronous_mode_strict`),",
+        "  two `seqvend serve` processes on the multi-host URL (`target_session_attrs=read-write`), and",
+        "  20 clients drawing all the time: strict and cached vends, keyed vends (a failed one retried with",
+        "  its key), counters on 8 keys, Snowflake ids. The scenarios run one after another under that load.",
+        "- *Duplicates* and *outside* count over the whole run so far; *lost* counts sequences and counters",
+        "  whose registry on the surviving leader is not past a value already acknowledged (it would vend",
+        "  it again). *First strict value* is from the fault to the first strict vend acknowledged for a",
+        "  request sent after it (in brackets: after Patroni's new leader took writes); *slowest kind* is",
+        "  the same for the kind that came back last (cached vends and Snowflake ids are served from",
+        "  memory and often never stop).",
+        "",
+        "| scenario | fault | values | duplicates | outside | lost | new leader | first strict value | slowest kind | 503 / other failures | longest request / vend deadline |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ] + [row(r) for r in rows]
+    page = pathlib.Path("docs/reliability.md")
+    text = page.read_text()
+    begin = re.search(r"<!-- section:patroni[^>]*-->\n", text)
+    end = text.find("<!-- /section:patroni -->")
+    if not begin or end < begin.end():
+        sys.exit("docs/reliability.md has no section:patroni markers to write between")
+    page.write_text(text[: begin.end()] + "\n".join(lines) + "\n" + text[end:])
+    print("\n".join(lines))
+
+
+main()
