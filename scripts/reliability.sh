@@ -61,12 +61,7 @@ for r in rows:
         f"| {r['scenario']} | {r['faults']} | {r['vended']:,} | {r['duplicates']} | {r['out_of_range']} | "
         f"{int(r['gaps']):,} | {r['requests_ok']:,} / {r['requests_unavailable']:,} / {r['requests_cancelled']:,} | {r['notes']} |"
     )
-page = pathlib.Path("docs/reliability.md")
-text = page.read_text()
-begin = re.search(r"<!-- section:figures[^>]*-->\n", text)
-end = text.find("<!-- /section:figures -->")
-if not begin or end < begin.end():
-    sys.exit("docs/reliability.md has no section:figures markers to write between")
-page.write_text(text[: begin.end()] + "\n".join(lines) + "\n" + text[end:])
-print("\n".join(lines))
+sys.path.insert(0, "scripts")
+from doc_section import write_section
+write_section("docs/reliability.md", "figures", lines)
 PY

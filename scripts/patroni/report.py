@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Writes the Patroni scenarios' figures (the JSON rows tests/patroni leaves in DIR/patroni/)
 into docs/reliability.md, between the `section:patroni` markers. Usage: report.py DIR PROFILE"""
-import datetime, json, os, pathlib, re, subprocess, sys
+import datetime, json, os, pathlib, subprocess, sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+from doc_section import write_section  # noqa: E402
 
 DESCRIPTIONS = {
     "Switchover": "`POST /switchover` to the synchronous standby (its answer checked, not an exit code)",
@@ -57,14 +60,7 @@ def main():
         "| scenario | fault | values | duplicates | outside | lost | new leader | first strict value | slowest kind | 503 / other failures | longest request / vend deadline |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ] + [row(r) for r in rows]
-    page = pathlib.Path("docs/reliability.md")
-    text = page.read_text()
-    begin = re.search(r"<!-- section:patroni[^>]*-->\n", text)
-    end = text.find("<!-- /section:patroni -->")
-    if not begin or end < begin.end():
-        sys.exit("docs/reliability.md has no section:patroni markers to write between")
-    page.write_text(text[: begin.end()] + "\n".join(lines) + "\n" + text[end:])
-    print("\n".join(lines))
+    write_section("docs/reliability.md", "patroni", lines)
 
 
 main()
