@@ -22,14 +22,11 @@ def seconds(ms):
 
 
 def row(r):
-    first = r["first_value_ms"]
-    strict, slowest = first.get("strict"), max(first.values())
-    leader = r["new_leader_ms"]
-    after_leader = "—" if leader is None or strict is None else seconds(max(strict - leader, 0))
+    slowest = max(r["first_value_ms"].values())
     return (
         f"| {r['scenario']} | {DESCRIPTIONS.get(r['scenario'], '')} | {r['values']:,} | {r['duplicates']} | "
-        f"{r['outside']} | {r['lost']} | {seconds(leader)} | {seconds(strict)} ({after_leader}) | "
-        f"{seconds(slowest)} | {r['unavailable']:,} / {r['other_failures']:,} | "
+        f"{r['outside']} | {r['lost']} | {seconds(r['new_leader_ms'])} | {seconds(r['strict_after_leader_ms'])} | "
+        f"{seconds(r['strict_outage_ms'])} | {seconds(slowest)} | {r['unavailable']:,} / {r['other_failures']:,} | "
         f"{seconds(r['longest_ms'])} / {seconds(r['deadline_ms'])} |"
     )
 
@@ -52,13 +49,15 @@ def main():
         "  its key), counters on 8 keys, Snowflake ids. The scenarios run one after another under that load.",
         "- *Duplicates* and *outside* count over the whole run so far; *lost* counts sequences and counters",
         "  whose registry on the surviving leader is not past a value already acknowledged (it would vend",
-        "  it again). *First strict value* is from the fault to the first strict vend acknowledged for a",
-        "  request sent after it (in brackets: after Patroni's new leader took writes); *slowest kind* is",
-        "  the same for the kind that came back last (cached vends and Snowflake ids are served from",
-        "  memory and often never stop).",
+        "  it again). *New leader*: from the fault to Patroni's `/primary` answering 200 on another node;",
+        "  *first strict value after it*: from then to the first strict vend answered (in strict mode the",
+        "  new leader commits only once a synchronous standby has attached to it); *strict outage*: the",
+        "  longest time without a strict answer; *slowest kind*: from the fault to the first value, of the",
+        "  kind that came back last, for a request sent after the fault (cached vends and Snowflake ids",
+        "  are served from memory and barely stop).",
         "",
-        "| scenario | fault | values | duplicates | outside | lost | new leader | first strict value | slowest kind | 503 / other failures | longest request / vend deadline |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| scenario | fault | values | duplicates | outside | lost | new leader | first strict value after it | strict outage | slowest kind | 503 / other failures | longest request / vend deadline |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ] + [row(r) for r in rows]
     write_section("docs/reliability.md", "patroni", lines)
 

@@ -29,6 +29,10 @@ pub struct Figures {
     pub lost: usize,
     /// Per kind: from the fault to the first value acknowledged for a request sent after it.
     pub first_value: BTreeMap<Kind, Duration>,
+    /// From the new leader (if any) to the first strict value answered after it.
+    pub strict_after_leader: Option<Duration>,
+    /// The longest time without a strict value answered, in the scenario's window.
+    pub strict_outage: Duration,
     pub unavailable: usize,
     pub other_failures: Vec<String>,
     pub longest: Duration,
@@ -56,6 +60,13 @@ pub async fn judge(journal: &Journal, window: &Window, address: &str) -> Figures
         .chain(failed.iter().map(|f| f.ended - f.sent))
         .max()
         .unwrap_or_default();
+    let strict_after_leader = window.new_leader.and_then(|leader| {
+        let after = acked
+            .iter()
+            .filter(|a| a.kind == Kind::Strict && a.answered >= leader);
+        after.map(|a| a.answered - leader).min()
+    });
+    let strict_outage = longest_gap(&acked, window);
     let in_window = acked.iter().filter(|a| inside(a.answered));
     let values = in_window.map(|a| a.values.len()).sum();
     drop(acked);
@@ -65,6 +76,8 @@ pub async fn judge(journal: &Journal, window: &Window, address: &str) -> Figures
         outside,
         lost,
         first_value,
+        strict_after_leader,
+        strict_outage,
         unavailable: failed.iter().filter(|f| f.unavailable).count(),
         other_failures: failed
             .iter()
@@ -73,6 +86,23 @@ pub async fn judge(journal: &Journal, window: &Window, address: &str) -> Figures
             .collect(),
         longest,
     }
+}
+
+/// The longest time between two strict answers within `window`.
+fn longest_gap(acked: &[Acked], window: &Window) -> Duration {
+    let mut times: Vec<Instant> = acked
+        .iter()
+        .filter(|a| {
+            a.kind == Kind::Strict && a.answered >= window.start && a.answered <= window.end
+        })
+        .map(|a| a.answered)
+        .collect();
+    times.sort();
+    times
+        .windows(2)
+        .map(|w| w[1] - w[0])
+        .max()
+        .unwrap_or_default()
 }
 
 /// Over every value acknowledged so far: how many were repeats (per sequence, per counter
@@ -158,6 +188,8 @@ pub fn report(
         "lost": figures.lost,
         "new_leader_ms": leader,
         "first_value_ms": first,
+        "strict_after_leader_ms": figures.strict_after_leader.map(ms),
+        "strict_outage_ms": ms(figures.strict_outage),
         "unavailable": figures.unavailable,
         "other_failures": figures.other_failures.len(),
         "longest_ms": ms(figures.longest),

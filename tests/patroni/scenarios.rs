@@ -75,10 +75,13 @@ impl Run<'_> {
         }
         let name = format!("{scenario:?}");
         eprintln!(
-            "{name}: {} values, first after fault {:?}, leader after {:?}, {} × 503, other {:?}, longest {:?}",
+            "{name}: {} values, first after fault {:?}, leader after {:?}, strict after leader {:?}, \
+             strict outage {:?}, {} × 503, other {:?}, longest {:?}",
             figures.values,
             figures.first_value,
             new_leader.map(|t| t - fault),
+            figures.strict_after_leader,
+            figures.strict_outage,
             figures.unavailable,
             figures.other_failures,
             figures.longest
