@@ -73,3 +73,24 @@ ensure_promtool() {
         apt_install prometheus
     fi
 }
+
+# Patroni, etcd and PostgreSQL from Debian packages, for the Patroni cluster of
+# scripts/patroni.sh and tests/patroni; and the non-root user it runs as (PostgreSQL refuses
+# root). The packages' own services (if the machine runs them) are left alone: the cluster uses
+# ports of its own.
+PATRONI_USER=seqvend-ha
+ensure_patroni() {
+    ensure_postgres
+    local missing=()
+    command -v patroni >/dev/null || missing+=(patroni)
+    command -v etcd >/dev/null || missing+=(etcd-server)
+    command -v curl >/dev/null || missing+=(curl)
+    if [ ${#missing[@]} -gt 0 ]; then
+        log "installing ${missing[*]} (Debian packages)"
+        apt_install "${missing[@]}"
+    fi
+    if [ "$(id -u)" -eq 0 ] && ! id "$PATRONI_USER" >/dev/null 2>&1; then
+        log "creating the system user $PATRONI_USER (Patroni and PostgreSQL run as it)"
+        useradd --system --user-group --home-dir /nonexistent --shell /usr/sbin/nologin "$PATRONI_USER"
+    fi
+}

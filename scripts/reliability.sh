@@ -1,13 +1,23 @@
 #!/usr/bin/env bash
-# Reruns the fault-injection suite (tests/faults) and writes its figures into docs/reliability.md:
-# the block between the `section:figures` markers is replaced, the rest of the page is kept.
+# Reruns the fault-injection suite (tests/faults) and the Patroni scenarios (tests/patroni) and
+# writes their figures into docs/reliability.md: the blocks between the `section:figures` and
+# `section:patroni` markers are replaced, the rest of the page is kept.
+# `scripts/reliability.sh patroni` reruns the Patroni scenarios alone.
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 cd "$(repo_root)"
 ensure_postgres
-ensure_schemathesis
 export SQLX_OFFLINE=true
 out=$(mktemp -d /tmp/seqvend-reliability.XXXXXX)
+chmod 755 "$out"
 trap 'rm -rf "$out"' EXIT
+
+# Patroni: etcd and three nodes from Debian packages (scripts/patroni.sh), ~5 minutes.
+ensure_patroni
+SEQVEND_RELIABILITY_DIR="$out" cargo test --release --locked --test patroni
+python3 scripts/patroni/report.py "$out" release
+[ "${1:-}" = patroni ] && exit 0
+
+ensure_schemathesis
 # The client processes of the caching scenarios are the client crate's examples, found beside
 # the test binary.
 cargo build --release --locked -p seqvend-client --examples
@@ -51,12 +61,7 @@ for r in rows:
         f"| {r['scenario']} | {r['faults']} | {r['vended']:,} | {r['duplicates']} | {r['out_of_range']} | "
         f"{int(r['gaps']):,} | {r['requests_ok']:,} / {r['requests_unavailable']:,} / {r['requests_cancelled']:,} | {r['notes']} |"
     )
-page = pathlib.Path("docs/reliability.md")
-text = page.read_text()
-begin = re.search(r"<!-- section:figures[^>]*-->\n", text)
-end = text.find("<!-- /section:figures -->")
-if not begin or end < begin.end():
-    sys.exit("docs/reliability.md has no section:figures markers to write between")
-page.write_text(text[: begin.end()] + "\n".join(lines) + "\n" + text[end:])
-print("\n".join(lines))
+sys.path.insert(0, "scripts")
+from doc_section import write_section
+write_section("docs/reliability.md", "figures", lines)
 PY

@@ -5,6 +5,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 cd "$(repo_root)"
 
 ensure_postgres
+# tests/patroni starts etcd and three Patroni nodes (scripts/patroni.sh) as a non-root user.
+ensure_patroni
 ensure_schemathesis
 ensure_promtool
 ensure_rust_tools

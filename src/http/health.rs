@@ -21,24 +21,39 @@ pub async fn healthz() -> HttpResponse {
     HttpResponse::Ok().json(Health { status: "ok" })
 }
 
-/// Ready when the database answers and every migration this build knows has been applied.
+/// Ready when a writable primary answers within the registry deadline and every migration
+/// this build knows has been applied there. A server that answers read-only (a standby, a
+/// demoted leader, a primary set read-only) is not ready: no value could be vended through it,
+/// and a load balancer should send requests to an instance that can.
 #[utoipa::path(get, path = "/readyz", tag = "operations", security(()),
     responses(
         (status = 200, description = "Ready", body = Health),
-        (status = 503, description = "unavailable: database unreachable or not migrated", body = ErrorBody),
+        (status = 503, description = "unavailable: no writable primary reachable, or not migrated", body = ErrorBody),
     ))]
 pub async fn readyz(service: web::Data<Service>) -> Result<HttpResponse, ApiError> {
-    let applied = sqlx::query_scalar!(
-        "SELECT max(version) AS version FROM seqvend._sqlx_migrations WHERE success"
+    let check = sqlx::query!(
+        r#"SELECT max(version) AS version,
+                  current_setting('transaction_read_only') = 'off' AS "writable!"
+             FROM seqvend._sqlx_migrations WHERE success"#
     )
-    .fetch_one(service.registry())
-    .await
-    .map_err(|err| {
-        tracing::debug!(error = %err, "readiness check failed");
-        ApiError::Unavailable("the database is unreachable or not migrated")
-    })?;
+    .fetch_one(service.registry());
+    let unreachable =
+        ApiError::Unavailable("no writable primary is reachable, or it is not migrated");
+    let row = match tokio::time::timeout(service.registry_deadline(), check).await {
+        Ok(Ok(row)) => row,
+        Ok(Err(err)) => {
+            tracing::debug!(error = %err, "readiness check failed");
+            return Err(unreachable);
+        }
+        Err(_) => return Err(unreachable),
+    };
+    if !row.writable {
+        return Err(ApiError::Unavailable(
+            "the database answers read-only: no writable primary is reachable",
+        ));
+    }
     let expected = MIGRATOR.iter().map(|m| m.version).max();
-    if applied < expected {
+    if row.version < expected {
         return Err(ApiError::Unavailable("the database is not migrated yet"));
     }
     Ok(HttpResponse::Ok().json(Health { status: "ready" }))

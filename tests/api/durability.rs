@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use reqwest::StatusCode;
+use reqwest::{Method, StatusCode};
 use seqvend::local_pg::Shutdown;
 
 use crate::helpers::*;
@@ -111,17 +111,55 @@ async fn the_vend_statement_commits_synchronously_whatever_the_session_says() {
     assert_eq!(setting, "on", "the vend's commit waits for its WAL flush");
 }
 
-/// The backend of a vend statement whose commit waits for a synchronous standby, if any.
-async fn waiting_for_the_standby(observer: &tokio_postgres::Client) -> Option<i32> {
+/// The backend of a statement like `query` (an SQL LIKE pattern) whose commit waits for a
+/// synchronous standby, if any.
+async fn waiting_for_the_standby(observer: &tokio_postgres::Client, query: &str) -> Option<i32> {
     observer
         .query_opt(
             "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event = 'SyncRep' \
-             AND query LIKE '%seqvend.vend%'",
-            &[],
+             AND query LIKE $1",
+            &[&query],
         )
         .await
         .unwrap()
         .map(|row| row.get(0))
+}
+
+/// A synchronous standby that never answers: every commit waits for it.
+async fn name_an_absent_synchronous_standby(dba: &tokio_postgres::Client) {
+    dba.batch_execute("ALTER SYSTEM SET synchronous_standby_names = 'absent'")
+        .await
+        .unwrap();
+    dba.batch_execute("SELECT pg_reload_conf()").await.unwrap();
+}
+
+/// Sends requests (`send`) one at a time until one waits for the synchronous standby in a
+/// statement like `query`: backends read a reloaded `synchronous_standby_names` at their next
+/// command, so a request that ran before that answers 200, and a later one waits. Returns
+/// that request, still waiting, and its backend.
+async fn until_a_request_waits_for_the_standby(
+    observer: &tokio_postgres::Client,
+    query: &str,
+    send: impl Fn() -> tokio::task::JoinHandle<Reply>,
+) -> (tokio::task::JoinHandle<Reply>, i32) {
+    loop {
+        let request = send();
+        let waiting = eventually_some(
+            Duration::from_secs(20),
+            "a request waits for the standby, or answers",
+            || async {
+                if request.is_finished() {
+                    return Some(None);
+                }
+                waiting_for_the_standby(observer, query).await.map(Some)
+            },
+        )
+        .await;
+        match waiting {
+            Some(pid) => return (request, pid),
+            None => assert_eq!(request.await.unwrap().status, StatusCode::OK),
+        }
+    }
 }
 
 /// PostgreSQL commits locally, with only a WARNING, when a commit's wait for the synchronous
@@ -140,34 +178,12 @@ async fn values_whose_commit_the_synchronous_standby_did_not_confirm_are_withhel
     assert_eq!(app.next_value("sync").await, 1);
 
     let dba = db.connect().await;
-    // A synchronous standby that never answers: every commit waits for it.
-    dba.batch_execute("ALTER SYSTEM SET synchronous_standby_names = 'absent'")
-        .await
-        .unwrap();
-    dba.batch_execute("SELECT pg_reload_conf()").await.unwrap();
-    // Backends read the reloaded setting at their next command; a vend that ran before that
-    // completes normally, and the next one waits.
-    let (request, pid) = loop {
-        let request = tokio::spawn({
-            let app = app.clone();
-            async move { app.next("sync").await }
-        });
-        let waiting = eventually_some(
-            Duration::from_secs(20),
-            "a vend waits for the standby, or answers",
-            || async {
-                if request.is_finished() {
-                    return Some(None);
-                }
-                waiting_for_the_standby(&dba).await.map(Some)
-            },
-        )
-        .await;
-        match waiting {
-            Some(pid) => break (request, pid),
-            None => assert_eq!(request.await.unwrap().status, StatusCode::OK),
-        }
-    };
+    name_an_absent_synchronous_standby(&dba).await;
+    let (request, pid) = until_a_request_waits_for_the_standby(&dba, "%seqvend.vend%", || {
+        let app = app.clone();
+        tokio::spawn(async move { app.next("sync").await })
+    })
+    .await;
     dba.query_one("SELECT pg_cancel_backend($1)", &[&pid])
         .await
         .unwrap();
@@ -183,7 +199,7 @@ async fn values_whose_commit_the_synchronous_standby_did_not_confirm_are_withhel
         .await
         .unwrap();
     dba.batch_execute("SELECT pg_reload_conf()").await.unwrap();
-    if let Some(pid) = waiting_for_the_standby(&dba).await {
+    if let Some(pid) = waiting_for_the_standby(&dba, "%seqvend.vend%").await {
         dba.query_one("SELECT pg_cancel_backend($1)", &[&pid])
             .await
             .unwrap();
@@ -197,4 +213,47 @@ async fn values_whose_commit_the_synchronous_standby_did_not_confirm_are_withhel
         next > committed,
         "{next} comes after {committed}, which was committed locally and withheld"
     );
+}
+
+/// Cancels every commit of this database waiting for a synchronous standby; how many.
+async fn cancel_commits_waiting_for_the_standby(dba: &tokio_postgres::Client) -> i64 {
+    dba.query_one(
+        "SELECT count(pg_cancel_backend(pid)) FROM pg_stat_activity \
+         WHERE datname = current_database() AND wait_event = 'SyncRep'",
+        &[],
+    )
+    .await
+    .unwrap()
+    .get(0)
+}
+
+/// The registry pool's durable commits (worker ids, block lease rows and their renewals) are
+/// held to the vend statement's rule: a commit whose wait for the synchronous standby was
+/// cancelled is committed here only, and what it records is not acted on. Here a worker id:
+/// handed out, it could be handed out again by the standby a failover promotes.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_worker_id_whose_lease_the_synchronous_standby_did_not_confirm_is_not_handed_out() {
+    let pg = Pg::start("syncrep-worker", &[]).await;
+    let db = TestDb::create(&pg.cluster).await;
+    let app = std::sync::Arc::new(spawn_app_on(&db, test_settings()).await);
+    let dba = db.connect().await;
+    name_an_absent_synchronous_standby(&dba).await;
+    let (request, _) = until_a_request_waits_for_the_standby(&dba, "COMMIT", || {
+        let app = app.clone();
+        tokio::spawn(async move {
+            app.request(Method::POST, "/workers/lease", Some(VEND_TOKEN), None)
+                .await
+        })
+    })
+    .await;
+    // Every waiting commit, the instance's own renewals too: the request's is among them.
+    assert!(cancel_commits_waiting_for_the_standby(&dba).await >= 1);
+    let reply = request.await.unwrap();
+    reply.assert_error(503, "unavailable");
+
+    dba.batch_execute("ALTER SYSTEM RESET synchronous_standby_names")
+        .await
+        .unwrap();
+    dba.batch_execute("SELECT pg_reload_conf()").await.unwrap();
+    cancel_commits_waiting_for_the_standby(&dba).await;
 }

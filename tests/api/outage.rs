@@ -84,3 +84,37 @@ async fn a_registry_request_the_database_does_not_answer_is_503_at_the_deadline(
         (200, &serde_json::json!("locked"))
     );
 }
+
+/// Ready means a writable primary answers: a database that answers read-only (a standby, a
+/// leader Patroni demoted, a primary set read-only) is not ready, and ready again once writable.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_database_that_answers_read_only_is_not_ready_until_it_takes_writes_again() {
+    let pg = Pg::start("read-only", &[]).await;
+    let db = TestDb::create(&pg.cluster).await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    let ready = || async { app.request(Method::GET, "/readyz", None, None).await };
+    assert_eq!(ready().await.status, StatusCode::OK);
+
+    let dba = db.connect().await;
+    let set_read_only = |on: bool| {
+        let statement = format!("ALTER SYSTEM SET default_transaction_read_only = {on}");
+        let dba = &dba;
+        async move {
+            dba.batch_execute(&statement).await.unwrap();
+            dba.batch_execute("SELECT pg_reload_conf()").await.unwrap();
+        }
+    };
+    set_read_only(true).await;
+    let what = "readiness reports the read-only database";
+    eventually(Duration::from_secs(20), what, || async {
+        let reply = ready().await;
+        reply.status == StatusCode::SERVICE_UNAVAILABLE && reply.code() == "unavailable"
+    })
+    .await;
+
+    set_read_only(false).await;
+    eventually(Duration::from_secs(20), "ready again", || async {
+        ready().await.status == StatusCode::OK
+    })
+    .await;
+}

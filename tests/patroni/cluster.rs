@@ -1,0 +1,209 @@
+//! The Patroni cluster a test runs against: `scripts/patroni.sh` starts it (the same script
+//! and configs an operator uses), this reads its `cluster.env`, asks Patroni's REST API who
+//! leads, and injects the faults: signals to a node's Patroni, its PostgreSQL or etcd.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common::scratch::scratch_dir;
+use crate::common::wait::eventually_some;
+
+pub struct Patroni {
+    dir: PathBuf,
+    env: HashMap<String, String>,
+}
+
+/// One member of the cluster as `/cluster` reports it.
+#[derive(Clone, Debug)]
+pub struct Member {
+    pub name: String,
+    pub role: String,
+}
+
+impl Patroni {
+    /// Starts etcd and three nodes, and waits for a leader and a synchronous standby.
+    pub fn start() -> Self {
+        // Under /tmp-like scratch space: the cluster's user must be able to reach it.
+        let dir = scratch_dir("patroni");
+        let status = Command::new(script_path())
+            .arg("start")
+            .arg(&dir)
+            .status()
+            .unwrap();
+        assert!(status.success(), "scripts/patroni.sh start failed");
+        let text = std::fs::read_to_string(dir.join("cluster.env")).unwrap();
+        let env = text
+            .lines()
+            .filter_map(|line| line.split_once('='))
+            .map(|(k, v)| (k.to_owned(), v.trim_matches('"').to_owned()))
+            .collect();
+        Self { dir, env }
+    }
+
+    /// The multi-host URL seqvend is given: every node, `target_session_attrs=read-write`.
+    pub fn database_url(&self) -> &str {
+        &self.env["DATABASE_URL"]
+    }
+
+    pub fn nodes(&self) -> Vec<String> {
+        self.env["NODES"].split(' ').map(str::to_owned).collect()
+    }
+
+    fn rest(&self, node: &str) -> String {
+        format!(
+            "http://127.0.0.1:{}",
+            self.env[&format!("REST_PORT_{node}")]
+        )
+    }
+
+    /// The members as the first answering node's `/cluster` says.
+    pub async fn members(&self) -> Option<Vec<Member>> {
+        let http = reqwest::Client::new();
+        for node in self.nodes() {
+            let reply = http
+                .get(format!("{}/cluster", self.rest(&node)))
+                .timeout(Duration::from_secs(1))
+                .send()
+                .await;
+            let Ok(reply) = reply else { continue };
+            let Ok(body) = reply.json::<Value>().await else {
+                continue;
+            };
+            let members = body["members"].as_array()?.iter().map(|m| Member {
+                name: m["name"].as_str().unwrap().to_owned(),
+                role: m["role"].as_str().unwrap().to_owned(),
+            });
+            return Some(members.collect());
+        }
+        None
+    }
+
+    /// The node whose `/primary` answers 200 (Patroni's own check: it leads and its
+    /// PostgreSQL runs as a primary), other than `except`.
+    pub async fn primary_other_than(&self, except: Option<&str>) -> Option<String> {
+        let http = reqwest::Client::new();
+        for node in self.nodes() {
+            if Some(node.as_str()) == except {
+                continue;
+            }
+            let reply = http
+                .get(format!("{}/primary", self.rest(&node)))
+                .timeout(Duration::from_secs(1))
+                .send()
+                .await;
+            if reply.is_ok_and(|r| r.status().is_success()) {
+                return Some(node);
+            }
+        }
+        None
+    }
+
+    /// Waits (up to `patience`) for a leader other than `except`; returns it.
+    pub async fn until_new_leader(&self, except: Option<&str>, patience: Duration) -> String {
+        eventually_some(patience, "Patroni has a (new) primary", || {
+            self.primary_other_than(except)
+        })
+        .await
+    }
+
+    /// The leader and its synchronous standby, once the cluster is whole.
+    pub async fn leader_and_sync(&self) -> (String, String) {
+        self.wait_whole().await;
+        let members = self.members().await.unwrap();
+        let role = |r: &str| members.iter().find(|m| m.role == r).unwrap().name.clone();
+        (role("leader"), role("sync_standby"))
+    }
+
+    /// Waits until the cluster is whole again: a leader, a synchronous standby, every node up.
+    pub async fn wait_whole(&self) {
+        self.run(&["wait"]).await;
+    }
+
+    /// `scripts/patroni.sh COMMAND DIR ARGS...`, which must succeed.
+    async fn run(&self, args: &[&str]) {
+        let (command, rest) = args.split_first().unwrap();
+        let status = tokio::process::Command::new(script_path())
+            .arg(command)
+            .arg(&self.dir)
+            .args(rest)
+            .status()
+            .await
+            .unwrap();
+        assert!(status.success(), "scripts/patroni.sh {args:?} failed");
+    }
+
+    /// `POST /switchover` on the leader's REST API; the answer's status and text.
+    pub async fn switchover(&self, leader: &str, candidate: &str) -> (u16, String) {
+        let reply = reqwest::Client::new()
+            .post(format!("{}/switchover", self.rest(leader)))
+            .json(&serde_json::json!({"leader": leader, "candidate": candidate}))
+            .timeout(Duration::from_secs(60))
+            .send()
+            .await
+            .unwrap();
+        (reply.status().as_u16(), reply.text().await.unwrap())
+    }
+
+    pub fn patroni_pid(&self, node: &str) -> u32 {
+        read_pid(&self.dir.join(node).join("patroni.pid"))
+    }
+
+    /// The node's postmaster and its children (backends, walsender, checkpointer...).
+    pub fn postgres_pids(&self, node: &str) -> Vec<u32> {
+        let postmaster = read_pid(&self.dir.join(node).join("data/postmaster.pid"));
+        let children = Command::new("pgrep")
+            .args(["-P", &postmaster.to_string()])
+            .output()
+            .unwrap();
+        let children = String::from_utf8(children.stdout).unwrap();
+        std::iter::once(postmaster)
+            .chain(children.lines().map(|l| l.parse().unwrap()))
+            .collect()
+    }
+
+    /// Starts Patroni on `node` again (after its process was killed).
+    pub async fn start_node(&self, node: &str) {
+        self.run(&["node-start", node]).await;
+    }
+
+    pub async fn stop_etcd(&self) {
+        self.run(&["etcd-stop"]).await;
+    }
+
+    pub async fn start_etcd(&self) {
+        self.run(&["etcd-start"]).await;
+    }
+}
+
+impl Drop for Patroni {
+    fn drop(&mut self) {
+        let _ = Command::new(script_path())
+            .args(["stop", self.dir.to_str().unwrap()])
+            .status();
+    }
+}
+
+/// Sends `signal` (`KILL`, `STOP`, `CONT`) to each of `pids`; returns when it was delivered.
+pub fn signal(signal: &str, pids: &[u32]) -> Instant {
+    let pids: Vec<String> = pids.iter().map(u32::to_string).collect();
+    let status = Command::new("kill")
+        .arg(format!("-{signal}"))
+        .args(&pids)
+        .status()
+        .unwrap();
+    assert!(status.success(), "kill -{signal} {pids:?}");
+    Instant::now()
+}
+
+fn read_pid(path: &Path) -> u32 {
+    let text = std::fs::read_to_string(path).unwrap();
+    text.lines().next().unwrap().trim().parse().unwrap()
+}
+
+fn script_path() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/patroni.sh")
+}

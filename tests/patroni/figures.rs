@@ -1,0 +1,202 @@
+//! What a Patroni scenario is judged by: no number twice and none outside its range over the
+//! whole run, nothing acknowledged then lost (the registry on the surviving leader lies past
+//! every acknowledged value), and the figures reported: values, time from the fault to the
+//! first acknowledged value of each kind, 503s vs other failures, the longest request.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use reqwest::{Method, StatusCode};
+use serde_json::json;
+
+use crate::common::process::admin;
+use crate::load::*;
+
+/// The instants a scenario is measured between.
+pub struct Window {
+    pub start: Instant,
+    pub fault: Instant,
+    /// When Patroni's REST API first named a writable leader after the fault (if it changed).
+    pub new_leader: Option<Instant>,
+    pub end: Instant,
+}
+
+pub struct Figures {
+    pub values: usize,
+    pub duplicates: usize,
+    pub outside: usize,
+    pub lost: usize,
+    /// Per kind: from the fault to the first value acknowledged for a request sent after it.
+    pub first_value: BTreeMap<Kind, Duration>,
+    /// From the new leader (if any) to the first strict value answered after it.
+    pub strict_after_leader: Option<Duration>,
+    /// The longest time without a strict value answered, in the scenario's window.
+    pub strict_outage: Duration,
+    pub unavailable: usize,
+    pub other_failures: Vec<String>,
+    pub longest: Duration,
+}
+
+/// Checks the whole run's values so far and measures `window`'s share of them.
+pub async fn judge(journal: &Journal, window: &Window, address: &str) -> Figures {
+    let maxima = maxima(&journal.acked.lock().unwrap());
+    let lost = lost(address, &maxima).await;
+    let acked = journal.acked.lock().unwrap();
+    let (duplicates, outside) = duplicates_and_outside(&acked);
+    let inside = |t: Instant| t >= window.start && t <= window.end;
+    let mut first_value = BTreeMap::new();
+    for a in acked.iter().filter(|a| a.sent >= window.fault) {
+        let took = a.answered - window.fault;
+        let first = first_value.entry(a.kind).or_insert(took);
+        *first = (*first).min(took);
+    }
+    let failed = journal.failed.lock().unwrap();
+    let failed: Vec<_> = failed.iter().filter(|f| inside(f.sent)).collect();
+    let longest = acked
+        .iter()
+        .filter(|a| inside(a.sent))
+        .map(|a| a.answered - a.sent)
+        .chain(failed.iter().map(|f| f.ended - f.sent))
+        .max()
+        .unwrap_or_default();
+    let strict_after_leader = window.new_leader.and_then(|leader| {
+        let after = acked
+            .iter()
+            .filter(|a| a.kind == Kind::Strict && a.answered >= leader);
+        after.map(|a| a.answered - leader).min()
+    });
+    let strict_outage = longest_gap(&acked, window);
+    let in_window = acked.iter().filter(|a| inside(a.answered));
+    let values = in_window.map(|a| a.values.len()).sum();
+    drop(acked);
+    Figures {
+        values,
+        duplicates,
+        outside,
+        lost,
+        first_value,
+        strict_after_leader,
+        strict_outage,
+        unavailable: failed.iter().filter(|f| f.unavailable).count(),
+        other_failures: failed
+            .iter()
+            .filter(|f| !f.unavailable)
+            .map(|f| f.what.clone())
+            .collect(),
+        longest,
+    }
+}
+
+/// The longest time between two strict answers within `window`.
+fn longest_gap(acked: &[Acked], window: &Window) -> Duration {
+    let mut times: Vec<Instant> = acked
+        .iter()
+        .filter(|a| {
+            a.kind == Kind::Strict && a.answered >= window.start && a.answered <= window.end
+        })
+        .map(|a| a.answered)
+        .collect();
+    times.sort();
+    times
+        .windows(2)
+        .map(|w| w[1] - w[0])
+        .max()
+        .unwrap_or_default()
+}
+
+/// Over every value acknowledged so far: how many were repeats (per sequence, per counter
+/// key, among Snowflake ids) and how many lay outside their range.
+fn duplicates_and_outside(acked: &[Acked]) -> (usize, usize) {
+    let mut seen: HashSet<(Kind, usize, i64)> = HashSet::new();
+    let (mut duplicates, mut outside) = (0, 0);
+    for a in acked {
+        for &value in &a.values {
+            duplicates += usize::from(!seen.insert((a.kind, a.key, value)));
+            let bounded = !matches!(a.kind, Kind::Snowflake | Kind::Counter);
+            outside += usize::from(bounded && !(RANGE.0..=RANGE.1).contains(&value));
+        }
+    }
+    (duplicates, outside)
+}
+
+/// The largest value acknowledged per sequence and per counter key.
+fn maxima(acked: &[Acked]) -> BTreeMap<(Kind, usize), i64> {
+    let mut maxima = BTreeMap::new();
+    for a in acked.iter().filter(|a| a.kind != Kind::Snowflake) {
+        let top = a.values.iter().copied().max().unwrap_or(i64::MIN);
+        let entry = maxima.entry((a.kind, a.key)).or_insert(top);
+        *entry = (*entry).max(top);
+    }
+    maxima
+}
+
+/// How many sequences and counters the registry on today's leader places at or below a value
+/// already acknowledged: each one would vend that value again.
+async fn lost(address: &str, maxima: &BTreeMap<(Kind, usize), i64>) -> usize {
+    let mut lost = 0;
+    for (&(kind, key), &top) in maxima {
+        let next = match kind {
+            Kind::Strict => sequence_next(address, STRICT).await,
+            Kind::Cached => sequence_next(address, CACHED).await,
+            Kind::Keyed => sequence_next(address, KEYED).await,
+            Kind::Counter => {
+                let path = format!("/families/{FAMILY}/counters/k{key}");
+                let (status, body) = admin(address, Method::GET, &path, None).await;
+                assert_eq!(status, StatusCode::OK, "{body}");
+                body["next_value"].as_i64().unwrap()
+            }
+            Kind::Snowflake => continue,
+        };
+        if next <= top {
+            eprintln!("{kind:?} {key}: the registry's next value {next} is not past the acknowledged {top}");
+            lost += 1;
+        }
+    }
+    lost
+}
+
+async fn sequence_next(address: &str, name: &str) -> i64 {
+    let (status, body) = admin(address, Method::GET, &format!("/sequences/{name}"), None).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body["ranges"][0]["next"].as_i64().unwrap()
+}
+
+/// Writes the scenario's row for `scripts/reliability.sh` (when the run writes a report).
+pub fn report(
+    order: usize,
+    scenario: &str,
+    figures: &Figures,
+    window: &Window,
+    deadline: Duration,
+) {
+    let Some(dir) = std::env::var_os("SEQVEND_RELIABILITY_DIR") else {
+        return;
+    };
+    let ms = |d: Duration| d.as_millis() as u64;
+    let first: BTreeMap<String, u64> = figures
+        .first_value
+        .iter()
+        .map(|(kind, took)| (format!("{kind:?}").to_lowercase(), ms(*took)))
+        .collect();
+    let leader = window.new_leader.map(|t| ms(t - window.fault));
+    let row = json!({
+        "scenario": scenario,
+        "values": figures.values,
+        "duplicates": figures.duplicates,
+        "outside": figures.outside,
+        "lost": figures.lost,
+        "new_leader_ms": leader,
+        "first_value_ms": first,
+        "strict_after_leader_ms": figures.strict_after_leader.map(ms),
+        "strict_outage_ms": ms(figures.strict_outage),
+        "unavailable": figures.unavailable,
+        "other_failures": figures.other_failures.len(),
+        "longest_ms": ms(figures.longest),
+        "deadline_ms": ms(deadline),
+    });
+    let dir = PathBuf::from(dir).join("patroni");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{order}.json"));
+    std::fs::write(path, serde_json::to_string_pretty(&row).unwrap()).unwrap();
+}
