@@ -73,3 +73,12 @@ ensure_promtool() {
         apt_install prometheus
     fi
 }
+
+# PgBouncer (Debian package pgbouncer, 1.18 on Debian 12), for the pooler tests and benchmark
+# (scripts/pgbouncer.sh).
+ensure_pgbouncer() {
+    if ! command -v pgbouncer >/dev/null && [ ! -x /usr/sbin/pgbouncer ]; then
+        log "installing PgBouncer (Debian package pgbouncer)"
+        apt_install pgbouncer
+    fi
+}
