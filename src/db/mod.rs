@@ -9,7 +9,7 @@ pub(crate) mod connect;
 mod durable;
 mod failure;
 mod pg_error;
-pub mod pooler;
+mod pooler;
 mod primary;
 mod registry;
 mod target;

@@ -6,10 +6,11 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
+use reqwest::{Method, StatusCode};
 use seqvend::settings::{DirectUrl, Settings};
 
 use crate::common::process::free_port;
-use crate::helpers::{scratch_dir, spawn_app_on, test_settings, TestApp, TestDb};
+use crate::helpers::{scratch_dir, spawn_app_on, test_settings, TestApp, TestDb, ADMIN_TOKEN};
 
 pub struct Bouncer {
     dir: PathBuf,
@@ -65,15 +66,7 @@ impl Bouncer {
 
     /// Stops PgBouncer and starts it again on the same port: every client connection breaks.
     pub fn restart(&self) {
-        let restarted = script()
-            .args(["restart", self.dir.to_str().unwrap()])
-            .output()
-            .expect("scripts/pgbouncer.sh ran");
-        assert!(
-            restarted.status.success(),
-            "PgBouncer did not restart: {}",
-            String::from_utf8_lossy(&restarted.stderr)
-        );
+        run_script(&["restart", self.dir.to_str().unwrap()], "");
     }
 
     /// A session on PgBouncer's admin console.
@@ -112,6 +105,21 @@ fn script() -> Command {
     Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/pgbouncer.sh"))
 }
 
+/// Runs scripts/pgbouncer.sh with `args` (and `extra` configuration) and insists it worked.
+fn run_script(args: &[&str], extra: &str) {
+    let out = script()
+        .args(args)
+        .env("PGBOUNCER_EXTRA", extra)
+        .output()
+        .expect("scripts/pgbouncer.sh ran");
+    assert!(
+        out.status.success(),
+        "scripts/pgbouncer.sh {}: {}",
+        args[0],
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// The database a URL names.
 pub fn database_of(url: &str) -> &str {
     url.rsplit('/').next().unwrap().split('?').next().unwrap()
@@ -148,6 +156,16 @@ impl Pooled {
         let mut settings = test_settings();
         settings.database.connect_timeout = Duration::from_secs(5);
         Self::start(settings).await
+    }
+
+    /// Creates the counter family `name` with the default parameters.
+    pub async fn create_family(&self, name: &str) {
+        let body = serde_json::json!({ "name": name });
+        let reply = self
+            .app
+            .request(Method::POST, "/families", Some(ADMIN_TOKEN), Some(body))
+            .await;
+        assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
     }
 
     /// Transactions PgBouncer has passed on to this test's database so far.

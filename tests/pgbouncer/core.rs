@@ -71,15 +71,7 @@ async fn cached_takes_leases_and_counters_go_through_pgbouncer() {
     assert_unique(&values);
     assert!(values.iter().all(|v| (1..=10000).contains(v)), "{values:?}");
 
-    let family = app
-        .request(
-            Method::POST,
-            "/families",
-            Some(ADMIN_TOKEN),
-            Some(json!({"name": "orders"})),
-        )
-        .await;
-    assert_eq!(family.status, StatusCode::CREATED, "{}", family.body);
+    pooled.create_family("orders").await;
     let mut drawn = Vec::new();
     for key in ["shop-a", "shop-b", "shop-a"] {
         let path = format!("/families/orders/counters/{key}/next?count=2");
@@ -107,13 +99,9 @@ async fn tokens_are_made_used_and_revoked_with_pgbouncer_in_front() {
     };
     let first = vend().await;
     assert_eq!(first.status, StatusCode::OK, "{}", first.body);
+    let path = format!("/tokens/{id}");
     let revoked = app
-        .request(
-            Method::DELETE,
-            &format!("/tokens/{id}"),
-            Some(ADMIN_TOKEN),
-            None,
-        )
+        .request(Method::DELETE, &path, Some(ADMIN_TOKEN), None)
         .await;
     assert_eq!(revoked.status, StatusCode::OK, "{}", revoked.body);
     // The revocation reaches the instance by LISTEN/NOTIFY, which needs the direct URL.

@@ -8,7 +8,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use reqwest::{Method, StatusCode};
-use serde_json::json;
 use tokio::task::JoinSet;
 
 use crate::bouncer::Pooled;
@@ -134,16 +133,7 @@ async fn pooled_under_test() -> Pooled {
     settings.database.connect_timeout = Duration::from_secs(3);
     let pooled = Pooled::start(settings).await;
     pooled.app.create_ok("strict", RANGE.0, RANGE.1).await;
-    let family = pooled
-        .app
-        .request(
-            Method::POST,
-            "/families",
-            Some(ADMIN_TOKEN),
-            Some(json!({"name": "orders"})),
-        )
-        .await;
-    assert_eq!(family.status, StatusCode::CREATED, "{}", family.body);
+    pooled.create_family("orders").await;
     pooled
 }
 
