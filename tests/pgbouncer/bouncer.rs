@@ -76,22 +76,30 @@ impl Bouncer {
 
     /// Transactions PgBouncer has passed on to `database` so far (`SHOW STATS`).
     pub async fn transactions(&self, database: &str) -> u64 {
-        let rows = self
-            .console()
-            .await
-            .simple_query("SHOW STATS")
-            .await
-            .unwrap();
+        let counts = self.show("STATS", database, "total_xact_count").await;
+        counts.first().and_then(|c| c.parse().ok()).unwrap_or(0)
+    }
+
+    /// The PostgreSQL backends of PgBouncer's server connections to `database`.
+    pub async fn server_pids(&self, database: &str) -> Vec<i32> {
+        let pids = self.show("SERVERS", database, "remote_pid").await;
+        pids.iter().filter_map(|pid| pid.parse().ok()).collect()
+    }
+
+    /// Column `column` of the rows about `database` in the console's `SHOW what`.
+    async fn show(&self, what: &str, database: &str, column: &str) -> Vec<String> {
+        let console = self.console().await;
+        let rows = console.simple_query(&format!("SHOW {what}")).await.unwrap();
         rows.iter()
-            .find_map(|message| match message {
+            .filter_map(|message| match message {
                 tokio_postgres::SimpleQueryMessage::Row(row)
                     if row.get("database") == Some(database) =>
                 {
-                    row.get("total_xact_count")?.parse().ok()
+                    row.get(column).map(str::to_owned)
                 }
                 _ => None,
             })
-            .unwrap_or(0)
+            .collect()
     }
 }
 
@@ -141,7 +149,11 @@ pub struct Pooled {
 
 impl Pooled {
     pub async fn start(settings: Settings) -> Self {
-        let db = TestDb::shared().await;
+        Self::start_on(TestDb::shared().await, settings).await
+    }
+
+    /// The same on `db`, e.g. a database in a cluster of the test's own.
+    pub async fn start_on(db: TestDb, settings: Settings) -> Self {
         let bouncer = Bouncer::start(&db.url);
         let pooled = TestDb {
             url: bouncer.url_for(&db.url),
@@ -171,5 +183,10 @@ impl Pooled {
     /// Transactions PgBouncer has passed on to this test's database so far.
     pub async fn pooled_transactions(&self) -> u64 {
         self.bouncer.transactions(database_of(&self.db.url)).await
+    }
+
+    /// The backends serving this test's database through PgBouncer.
+    pub async fn pooled_backends(&self) -> Vec<i32> {
+        self.bouncer.server_pids(database_of(&self.db.url)).await
     }
 }

@@ -1,10 +1,13 @@
 //! The API's core through PgBouncer in transaction mode: strict vends, batches, rollover to
 //! the next range, keyed vends, the instance cache, block leases, counters and tokens.
 
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::{Method, StatusCode};
 use serde_json::json;
+use tokio::task::JoinSet;
 
 use crate::bouncer::Pooled;
 use crate::helpers::*;
@@ -38,6 +41,45 @@ async fn strict_vends_batches_rollover_and_keyed_vends_go_through_pgbouncer() {
         pooled.pooled_transactions().await >= before + 8,
         "the vends went through PgBouncer"
     );
+}
+
+/// Many lanes at once: their connections' transactions interleave on PgBouncer's server
+/// connections, which a statement that outlived its transaction (a named one) would not survive.
+#[tokio::test(flavor = "multi_thread")]
+async fn concurrent_vends_on_many_sequences_share_pgbouncers_server_connections() {
+    let pooled = Pooled::with_test_settings().await;
+    let app = Arc::new(pooled.app);
+    let names: Vec<String> = (0..8).map(|i| format!("seq-{i}")).collect();
+    for name in &names {
+        app.create_ok(name, 1, 1_000_000).await;
+    }
+    let mut requests = JoinSet::new();
+    for round in 0..25 {
+        for name in names.clone() {
+            let app = app.clone();
+            requests.spawn(async move {
+                // A 503 on a loaded machine is retried, as clients do; anything else is not.
+                let mut reply = app.next_batch(&name, 1 + round % 3).await;
+                for _ in 0..20 {
+                    if reply.status != StatusCode::SERVICE_UNAVAILABLE {
+                        break;
+                    }
+                    reply = app.next_batch(&name, 1 + round % 3).await;
+                }
+                (name, reply)
+            });
+        }
+    }
+    let mut vended: HashMap<String, Vec<i64>> = HashMap::new();
+    while let Some(done) = requests.join_next().await {
+        let (name, reply) = done.unwrap();
+        assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+        vended.entry(name).or_default().extend(values_of(&reply));
+    }
+    for values in vended.values() {
+        assert_eq!(values.len(), 50, "25 batches of 1, 2 and 3 values");
+        assert_unique(values);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]

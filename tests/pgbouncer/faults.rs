@@ -83,7 +83,12 @@ impl Load {
 
     async fn stopped(mut self) -> Vec<Answer> {
         self.stop.store(true, Ordering::Relaxed);
-        while self.clients.join_next().await.is_some() {}
+        while let Some(ended) = self.clients.join_next().await {
+            if let Err(failed) = ended {
+                // A client's assertion (an answer neither 200 nor 503) fails the test.
+                std::panic::resume_unwind(failed.into_panic());
+            }
+        }
         std::mem::take(&mut *self.answers.lock().unwrap())
     }
 }

@@ -12,4 +12,5 @@ mod helpers;
 mod bouncer;
 mod core;
 mod direct_url;
+mod durability;
 mod faults;
