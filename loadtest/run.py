@@ -47,19 +47,24 @@ def log(message):
 class Seqvend:
     """One seqvend process, and the peak of its resident memory while it ran."""
 
-    def __init__(self, data_dir, coalesce=True):
+    def __init__(self, data_dir, coalesce=True, port=PORT, env_extra=None, label=None):
+        """`env_extra` is added to the environment (e.g. a DATABASE_URL of its own), `label`
+        names its log."""
+        self.base = f"http://127.0.0.1:{port}"
         env = dict(os.environ)
         env.pop("DATABASE_URL", None)
         env.update(
             SEQVEND_DATA_DIR=str(data_dir),
-            SEQVEND_LISTEN=f"127.0.0.1:{PORT}",
+            SEQVEND_LISTEN=f"127.0.0.1:{port}",
             SEQVEND_ADMIN_TOKENS=ADMIN_TOKEN,
             SEQVEND_VEND_TOKENS=VEND_TOKEN,
             SEQVEND_COALESCE="true" if coalesce else "false",
             # One log line per request would measure the terminal, not seqvend.
             RUST_LOG="warn",
         )
-        self.log = open(data_dir.parent / f"seqvend-{'on' if coalesce else 'off'}.log", "a")
+        env.update(env_extra or {})
+        label = label or ("on" if coalesce else "off")
+        self.log = open(data_dir.parent / f"seqvend-{label}.log", "a")
         self.process = subprocess.Popen([str(BINARY), "serve"], env=env, stdout=self.log, stderr=self.log)
         self.peak_rss_kb = 0
         self.wait_ready()
@@ -73,7 +78,7 @@ class Seqvend:
             if self.process.poll() is not None:
                 sys.exit(f"seqvend exited during startup; see {self.log.name}")
             try:
-                with urllib.request.urlopen(f"{BASE}/readyz", timeout=1) as response:
+                with urllib.request.urlopen(f"{self.base}/readyz", timeout=1) as response:
                     if response.status == 200:
                         return
             except (urllib.error.URLError, ConnectionError, TimeoutError):
@@ -129,11 +134,11 @@ def create_sequence(name, minimum, maximum, namespace=None):
         sys.exit(f"could not create {name}: {status} {reply}")
 
 
-def wrk(path, script, seconds=WRK_SECONDS, token=None):
-    """wrk -t1 -c64 against path with a Lua script (the vend token, or `token`, in
+def wrk(path, script, seconds=WRK_SECONDS, token=None, base=BASE):
+    """wrk -t1 -c64 against path (on `base`) with a Lua script (the vend token, or `token`, in
     SEQVEND_TOKEN); returns (req/s, non-2xx count, p99 ms)."""
     env = dict(os.environ, SEQVEND_TOKEN=token or VEND_TOKEN)
-    command = ["wrk", "-t1", "-c64", f"-d{seconds}s", "--latency", "-s", str(LOADTEST / "wrk" / script), f"{BASE}{path}"]
+    command = ["wrk", "-t1", "-c64", f"-d{seconds}s", "--latency", "-s", str(LOADTEST / "wrk" / script), f"{base}{path}"]
     out = subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout
     rate = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
     bad = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)

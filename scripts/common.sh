@@ -94,3 +94,12 @@ ensure_patroni() {
         useradd --system --user-group --home-dir /nonexistent --shell /usr/sbin/nologin "$PATRONI_USER"
     fi
 }
+
+# PgBouncer (Debian package pgbouncer, 1.18 on Debian 12), for the pooler tests and benchmark
+# (scripts/pgbouncer.sh).
+ensure_pgbouncer() {
+    if ! command -v pgbouncer >/dev/null && [ ! -x /usr/sbin/pgbouncer ]; then
+        log "installing PgBouncer (Debian package pgbouncer)"
+        apt_install pgbouncer
+    fi
+}

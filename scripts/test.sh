@@ -9,6 +9,7 @@ ensure_postgres
 ensure_patroni
 ensure_schemathesis
 ensure_promtool
+ensure_pgbouncer
 ensure_rust_tools
 export SQLX_OFFLINE=true
 

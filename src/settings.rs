@@ -115,6 +115,46 @@ pub struct DatabaseSettings {
     pub lock_timeout: Duration,
     /// How long startup waits for the database to answer.
     pub startup_patience: Duration,
+    /// Where what must bypass a pooler connects (`SEQVEND_DIRECT_DATABASE_URL`): the
+    /// notification listener, migrations and the registry pool. None: `DATABASE_URL`.
+    pub direct_url: Option<DirectUrl>,
+    /// What `DATABASE_URL` reaches (`SEQVEND_DATABASE_POOLER`).
+    pub pooler: Pooler,
+}
+
+/// A direct PostgreSQL URL; `Debug` hides its password.
+#[derive(Clone)]
+pub struct DirectUrl(pub String);
+
+impl fmt::Debug for DirectUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&redact_url(&self.0))
+    }
+}
+
+/// What sits between seqvend's vend pool and PostgreSQL on `DATABASE_URL`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pooler {
+    /// Found out at startup: a server that drops or refuses seqvend's startup options is a
+    /// pooler (see `db::pooler`).
+    Detect,
+    /// PostgreSQL itself: session settings as startup options, named prepared statements.
+    None,
+    /// A pooler in transaction mode (PgBouncer): no session state, unnamed statements.
+    Transaction,
+}
+
+impl std::str::FromStr for Pooler {
+    type Err = ();
+
+    fn from_str(raw: &str) -> Result<Self, ()> {
+        match raw.to_ascii_lowercase().as_str() {
+            "auto" => Ok(Self::Detect),
+            "none" => Ok(Self::None),
+            "pgbouncer" | "transaction" => Ok(Self::Transaction),
+            _ => Err(()),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -221,6 +261,8 @@ impl Default for DatabaseSettings {
             statement_timeout: Duration::from_millis(5000),
             lock_timeout: Duration::from_millis(200),
             startup_patience: Duration::from_secs(30),
+            direct_url: None,
+            pooler: Pooler::Detect,
         }
     }
 }
@@ -319,12 +361,23 @@ fn database_settings(get: &impl Fn(&'static str) -> Var) -> anyhow::Result<Datab
         statement_timeout: millis(get("SEQVEND_STATEMENT_TIMEOUT_MS"), db.statement_timeout)?,
         lock_timeout: millis(get("SEQVEND_LOCK_TIMEOUT_MS"), db.lock_timeout)?,
         startup_patience: db.startup_patience,
+        direct_url: get("SEQVEND_DIRECT_DATABASE_URL").1.map(DirectUrl),
+        pooler: pooler_setting(get("SEQVEND_DATABASE_POOLER"))?,
     };
     // The kernel counts keepalives in whole seconds: less than one would refuse every connection.
     if database.tcp_timeout < Duration::from_secs(1) {
         bail!("SEQVEND_DB_TCP_TIMEOUT_MS must be at least 1000");
     }
     Ok(database)
+}
+
+fn pooler_setting((name, raw): Var) -> anyhow::Result<Pooler> {
+    match raw {
+        None => Ok(Pooler::Detect),
+        Some(raw) => raw.trim().parse().map_err(|()| {
+            anyhow::anyhow!("{name}={raw:?} is not valid (use auto, none or pgbouncer)")
+        }),
+    }
 }
 
 /// The vend settings; a statement's deadline follows from the database's timeouts.
@@ -483,6 +536,31 @@ mod tests {
             shown.contains("db1:5432,db2:5432/seqvend?sslmode=require"),
             "{shown}"
         );
+    }
+
+    #[test]
+    fn the_direct_url_and_the_pooler_are_read_and_the_password_hidden() {
+        let admin = ("SEQVEND_ADMIN_TOKENS", "a");
+        let s = settings(&[admin]).unwrap();
+        assert_eq!(s.database.pooler, Pooler::Detect);
+        assert!(s.database.direct_url.is_none());
+        let s = settings(&[
+            admin,
+            (
+                "SEQVEND_DIRECT_DATABASE_URL",
+                "postgres://u:pw-direct@db:5432/x",
+            ),
+            ("SEQVEND_DATABASE_POOLER", "PgBouncer"),
+        ])
+        .unwrap();
+        assert_eq!(s.database.pooler, Pooler::Transaction);
+        let shown = format!("{s:?}");
+        assert!(
+            !shown.contains("pw-direct") && shown.contains("db:5432/x"),
+            "{shown}"
+        );
+        let err = settings(&[admin, ("SEQVEND_DATABASE_POOLER", "session")]).unwrap_err();
+        assert!(err.to_string().contains("auto, none or pgbouncer"), "{err}");
     }
 
     #[test]

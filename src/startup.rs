@@ -155,8 +155,7 @@ async fn connect(
     database_url: &str,
     settings: &Settings,
 ) -> anyhow::Result<(sqlx::PgPool, db::VendPool)> {
-    let (registry, vend_pool) = db::pools(database_url, &settings.database)?;
-    db::wait_until_reachable(&registry, settings.database.startup_patience).await?;
+    let (registry, vend_pool) = db::connect(database_url, &settings.database).await?;
     migrate::run(&registry).await?;
     Ok((registry, vend_pool))
 }

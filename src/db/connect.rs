@@ -28,8 +28,9 @@ pub struct Connector {
     timeout: Duration,
     tcp_timeout: Duration,
     application_name: &'static str,
-    /// Session settings, as `-c name=value` server options.
-    options: String,
+    /// Session settings, as `-c name=value` server options; none behind a pooler, which
+    /// refuses or drops them.
+    options: Option<String>,
 }
 
 /// A client, the task running its connection, and what that task saw of its commits.
@@ -41,7 +42,7 @@ impl Connector {
         primary: Primary,
         settings: &DatabaseSettings,
         application_name: &'static str,
-        options: String,
+        options: Option<String>,
     ) -> anyhow::Result<Self> {
         Ok(Self {
             tls: target.tls.connector()?,
@@ -68,9 +69,11 @@ impl Connector {
     /// moves to another host, so that nothing keeps waiting on a former primary.
     pub async fn connect_host(&self, i: usize) -> Result<Connected, tokio_postgres::Error> {
         let mut config = self.target.host_config(i);
+        if let Some(options) = &self.options {
+            config.options(options);
+        }
         config
             .application_name(self.application_name)
-            .options(&self.options)
             .target_session_attrs(TargetSessionAttrs::ReadWrite)
             .connect_timeout(self.timeout)
             // For a host that vanishes (no FIN, no RST): unacknowledged data or an idle

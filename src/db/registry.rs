@@ -5,7 +5,7 @@ use std::io;
 
 use sqlx::pool::PoolConnectionMetadata;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::{Connection, PgConnection, PgPool};
+use sqlx::{Connection, Executor, PgConnection, PgPool, Row};
 
 use super::primary::Primary;
 use crate::settings::DatabaseSettings;
@@ -32,9 +32,12 @@ pub fn pool(options: PgConnectOptions, primary: Primary, settings: &DatabaseSett
 /// libpq's `target_session_attrs=read-write` for every connection, one host or several: on
 /// a standby no connection is made, so no write is ever attempted there.
 async fn insist_on_read_write(conn: &mut PgConnection) -> Result<(), sqlx::Error> {
-    let read_only: String = sqlx::query_scalar("SHOW transaction_read_only")
-        .fetch_one(&mut *conn)
-        .await?;
+    // A simple query, no prepared statement: should this URL reach a pooler after all, the
+    // check gets as far as saying so (see `pooler::ensure_direct`).
+    let read_only: String = conn
+        .fetch_one("SHOW transaction_read_only")
+        .await?
+        .try_get(0)?;
     if read_only == "on" {
         return Err(sqlx::Error::Io(io::Error::new(
             io::ErrorKind::PermissionDenied,

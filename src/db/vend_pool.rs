@@ -2,6 +2,9 @@
 //! connection task saw that the statement running on it must know: whether a commit's wait
 //! for the synchronous standby was cancelled. PostgreSQL then commits locally and says so
 //! only in a WARNING, which tokio-postgres hands to the connection task, not to the query.
+//! Also how a statement runs on a connection: as a cached named statement straight to
+//! PostgreSQL, or, behind a pooler in transaction mode, as an unnamed one in a transaction of
+//! its own that carries seqvend's settings (see `pooler`).
 
 use std::ops::Deref;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -9,8 +12,11 @@ use std::sync::Arc;
 
 use deadpool::managed::{self, Metrics, RecycleError, RecycleResult};
 use deadpool_postgres::ClientWrapper;
+use tokio_postgres::types::{ToSql, Type};
+use tokio_postgres::Row;
 
 use super::connect::Connector;
+use super::pooler::Route;
 
 pub type VendPool = managed::Pool<VendManager>;
 pub type VendConnection = managed::Object<VendManager>;
@@ -41,15 +47,51 @@ impl UnconfirmedCommit {
     }
 }
 
+/// A statement's parameter and its PostgreSQL type (an unnamed statement is sent with them).
+pub type TypedParam<'a> = (&'a (dyn ToSql + Sync), Type);
+
 pub struct VendClient {
     client: ClientWrapper,
     unconfirmed: UnconfirmedCommit,
+    route: Route,
 }
 
 impl VendClient {
     /// Whether the last commit on this connection went unconfirmed by the synchronous standby.
     pub fn commit_unconfirmed(&self) -> bool {
         self.unconfirmed.take()
+    }
+
+    /// Runs one statement as a transaction of its own and returns its rows once it committed
+    /// (whether the commit was confirmed by the standby: `commit_unconfirmed`).
+    ///
+    /// Straight to PostgreSQL the session already has seqvend's settings (startup options),
+    /// and the statement is prepared once per connection. Behind a pooler the statement is
+    /// unnamed (parsed, bound and run under one Sync, so it never outlives the pooler's
+    /// transaction), between a `BEGIN` that sets seqvend's settings for this transaction only
+    /// and a `COMMIT`; the three are pipelined, one round trip like the direct path's.
+    pub async fn run_statement(
+        &self,
+        sql: &str,
+        params: &[TypedParam<'_>],
+    ) -> Result<Vec<Row>, tokio_postgres::Error> {
+        match &self.route {
+            Route::Direct => {
+                let types: Vec<Type> = params.iter().map(|(_, ty)| ty.clone()).collect();
+                let values: Vec<&(dyn ToSql + Sync)> = params.iter().map(|(v, _)| *v).collect();
+                let statement = self.client.prepare_typed_cached(sql, &types).await?;
+                self.client.query(&statement, &values).await
+            }
+            Route::Pooled { begin } => {
+                // Each is sent when first polled, in this order: one flight to the server.
+                let (_, rows, _) = tokio::try_join!(
+                    self.client.batch_execute(begin),
+                    self.client.query_typed(sql, params),
+                    self.client.batch_execute("COMMIT"),
+                )?;
+                Ok(rows)
+            }
+        }
     }
 }
 
@@ -69,6 +111,7 @@ impl Deref for VendClient {
 
 pub struct VendManager {
     connector: Connector,
+    route: Route,
 }
 
 impl std::fmt::Debug for VendManager {
@@ -78,8 +121,8 @@ impl std::fmt::Debug for VendManager {
 }
 
 impl VendManager {
-    pub fn new(connector: Connector) -> Self {
-        Self { connector }
+    pub fn new(connector: Connector, route: Route) -> Self {
+        Self { connector, route }
     }
 }
 
@@ -92,6 +135,7 @@ impl managed::Manager for VendManager {
         Ok(VendClient {
             client: ClientWrapper::new(client, task),
             unconfirmed,
+            route: self.route.clone(),
         })
     }
 

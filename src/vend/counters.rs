@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use tokio_postgres::types::Type;
 
 use super::lanes::{Lanes, Statement};
 use super::statement::{hand_out, request_indexes, run_durably};
@@ -94,7 +95,11 @@ impl Statement for CounterStatement {
         let rows = run_durably(
             &self.pool,
             DRAW_SQL,
-            &[&families, &keys, &counts],
+            &[
+                (&families, Type::TEXT_ARRAY),
+                (&keys, Type::TEXT_ARRAY),
+                (&counts, Type::INT4_ARRAY),
+            ],
             self.deadline,
         )
         .await?;

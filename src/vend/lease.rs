@@ -8,12 +8,12 @@ use anyhow::Context;
 use chrono::{DateTime, Utc};
 use seqvend_blocks::Block;
 
-use tokio_postgres::types::ToSql;
+use tokio_postgres::types::Type;
 use tokio_postgres::Row;
 
 use super::statement::run_durably;
 use super::StatementOutcome;
-use crate::db::VendPool as Pool;
+use crate::db::{TypedParam, VendPool as Pool};
 use crate::domain::SequenceName;
 use crate::idempotency::IdempotencyKey;
 use crate::metrics::Metrics;
@@ -160,22 +160,27 @@ async fn run_lease(
         (ask.name.as_str(), ask.count as i32, ask.ttl.as_secs_f64());
     match ask.key {
         None => {
-            let params: [&(dyn ToSql + Sync); 5] =
-                [&name_text, &count_param, &kind, &holder_name, &ttl_seconds];
+            let params: [TypedParam; 5] = [
+                (&name_text, Type::TEXT),
+                (&count_param, Type::INT4),
+                (&kind, Type::TEXT),
+                (&holder_name, Type::TEXT),
+                (&ttl_seconds, Type::FLOAT8),
+            ];
             run_durably(pool, LEASE_SQL, &params, deadline).await
         }
         Some((key, key_ttl)) => {
             let key_ttl = key_ttl.as_secs_f64();
-            let params: [&(dyn ToSql + Sync); 9] = [
-                &name_text,
-                &count_param,
-                &kind,
-                &holder_name,
-                &ttl_seconds,
-                &key.owner,
-                &key.key,
-                &key.request,
-                &key_ttl,
+            let params: [TypedParam; 9] = [
+                (&name_text, Type::TEXT),
+                (&count_param, Type::INT4),
+                (&kind, Type::TEXT),
+                (&holder_name, Type::TEXT),
+                (&ttl_seconds, Type::FLOAT8),
+                (&key.owner, Type::TEXT),
+                (&key.key, Type::TEXT),
+                (&key.request, Type::TEXT),
+                (&key_ttl, Type::FLOAT8),
             ];
             run_durably(pool, LEASE_KEYED_SQL, &params, deadline).await
         }

@@ -3,11 +3,11 @@
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use tokio_postgres::types::ToSql;
+use tokio_postgres::types::Type;
 use tokio_postgres::Row;
 
 use super::StatementOutcome;
-use crate::db::{VendConnection, VendPool as Pool};
+use crate::db::{TypedParam, VendConnection, VendPool as Pool};
 
 use crate::domain::SequenceName;
 use crate::idempotency::IdempotencyKey;
@@ -93,10 +93,18 @@ pub async fn vend(
             field(|k| &k.request),
         );
         let ttl = key_ttl.as_secs_f64();
-        let params: [&(dyn ToSql + Sync); 6] = [&names, &counts, &owners, &keys, &requests, &ttl];
+        let params: [TypedParam; 6] = [
+            (&names, Type::TEXT_ARRAY),
+            (&counts, Type::INT4_ARRAY),
+            (&owners, Type::TEXT_ARRAY),
+            (&keys, Type::TEXT_ARRAY),
+            (&requests, Type::TEXT_ARRAY),
+            (&ttl, Type::FLOAT8),
+        ];
         run_durably(pool, VEND_KEYED_SQL, &params, deadline).await?
     } else {
-        run_durably(pool, VEND_SQL, &[&names, &counts], deadline).await?
+        let params: [TypedParam; 2] = [(&names, Type::TEXT_ARRAY), (&counts, Type::INT4_ARRAY)];
+        run_durably(pool, VEND_SQL, &params, deadline).await?
     };
     metrics
         .vend_statement_seconds
@@ -202,7 +210,7 @@ pub(super) fn hand_out<O: Clone>(
 pub(super) async fn run_durably(
     pool: &Pool,
     sql: &str,
-    params: &[&(dyn ToSql + Sync)],
+    params: &[TypedParam<'_>],
     deadline: Duration,
 ) -> anyhow::Result<Vec<Row>> {
     let client = pool.get().await.context("getting a vend connection")?;
@@ -231,14 +239,10 @@ pub(super) async fn run_durably(
 async fn query(
     client: &VendConnection,
     sql: &str,
-    params: &[&(dyn ToSql + Sync)],
+    params: &[TypedParam<'_>],
 ) -> anyhow::Result<Vec<Row>> {
-    let statement = client
-        .prepare_cached(sql)
-        .await
-        .context("preparing the vend statement")?;
     client
-        .query(&statement, params)
+        .run_statement(sql, params)
         .await
         .context("running the vend statement")
 }

@@ -1,0 +1,100 @@
+//! Through the pooler too, a commit whose wait for the synchronous standby was cancelled
+//! (PostgreSQL then commits locally, with only a WARNING) is never answered with its values:
+//! PgBouncer passes the WARNING on, and the vend transaction's COMMIT is what waits.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::StatusCode;
+
+use crate::bouncer::Pooled;
+use crate::helpers::*;
+
+/// A backend serving PgBouncer (a vend transaction) that waits at COMMIT for the standby.
+async fn vend_commit_waiting(pooled: &Pooled, dba: &tokio_postgres::Client) -> Option<i32> {
+    let pooled_backends = pooled.pooled_backends().await;
+    dba.query(
+        "SELECT pid FROM pg_stat_activity WHERE datname = current_database() \
+         AND wait_event = 'SyncRep' AND query = 'COMMIT'",
+        &[],
+    )
+    .await
+    .unwrap()
+    .iter()
+    .map(|row| row.get(0))
+    .find(|pid| pooled_backends.contains(pid))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn values_whose_commit_the_standby_did_not_confirm_are_withheld_through_pgbouncer() {
+    let pg = Pg::start("pgbouncer-syncrep", &[]).await;
+    let db = TestDb::create(&pg.cluster).await;
+    let dba = db.connect().await;
+    let mut settings = test_settings();
+    // Long enough that only the cancelled wait can end the request early.
+    settings.vend.deadline = Duration::from_secs(60);
+    settings.vend.statement_deadline = Duration::from_secs(60);
+    let pooled = Arc::new(Pooled::start_on(db, settings).await);
+    pooled.app.create_ok("sync", 1, 1000).await;
+    assert_eq!(pooled.app.next_value("sync").await, 1);
+
+    // A synchronous standby that never answers: every commit waits for it.
+    dba.batch_execute("ALTER SYSTEM SET synchronous_standby_names = 'absent'")
+        .await
+        .unwrap();
+    dba.batch_execute("SELECT pg_reload_conf()").await.unwrap();
+    // A server connection reads the reloaded setting at its next command; a vend on one that
+    // had not yet completes normally, and the next one waits.
+    let (request, pid) = loop {
+        let request = tokio::spawn({
+            let pooled = pooled.clone();
+            async move { pooled.app.next("sync").await }
+        });
+        let waiting = eventually_some(
+            Duration::from_secs(20),
+            "a vend's COMMIT waits for the standby, or the vend answers",
+            || async {
+                if request.is_finished() {
+                    return Some(None);
+                }
+                vend_commit_waiting(&pooled, &dba).await.map(Some)
+            },
+        )
+        .await;
+        match waiting {
+            Some(pid) => break (request, pid),
+            None => assert_eq!(request.await.unwrap().status, StatusCode::OK),
+        }
+    };
+    dba.query_one("SELECT pg_cancel_backend($1)", &[&pid])
+        .await
+        .unwrap();
+    let reply = request.await.unwrap();
+    reply.assert_error(503, "unavailable");
+    let committed: i64 = dba
+        .query_one("SELECT high_water FROM seqvend.ranges", &[])
+        .await
+        .unwrap()
+        .get(0);
+
+    dba.batch_execute("ALTER SYSTEM RESET synchronous_standby_names")
+        .await
+        .unwrap();
+    dba.batch_execute("SELECT pg_reload_conf()").await.unwrap();
+    // Commits that waited since (the registry's renewals) go on at once.
+    dba.batch_execute(
+        "SELECT pg_cancel_backend(pid) FROM pg_stat_activity \
+         WHERE datname = current_database() AND wait_event = 'SyncRep'",
+    )
+    .await
+    .unwrap();
+    let next = eventually_some(Duration::from_secs(20), "vending resumes", || async {
+        let reply = pooled.app.next("sync").await;
+        (reply.status == StatusCode::OK).then(|| reply.body["value"].as_i64().unwrap())
+    })
+    .await;
+    assert!(
+        next > committed,
+        "{next} comes after {committed}, which was committed locally and withheld"
+    );
+}
