@@ -7,6 +7,7 @@
 mod keys;
 mod lease;
 mod notification_hub;
+mod overview;
 mod resources;
 mod retire;
 mod vend;
@@ -39,6 +40,7 @@ use crate::vend::{CounterAsk, CounterOutcome, Counters, VendError, Vender};
 pub struct Service {
     parts: Parts,
     in_flight: InFlight,
+    overview: overview::Snapshot,
 }
 
 /// The parts a `Service` is made of (see `startup`).
@@ -65,6 +67,7 @@ impl Service {
         Self {
             parts,
             in_flight: InFlight::default(),
+            overview: overview::Snapshot::default(),
         }
     }
 
