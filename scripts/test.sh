@@ -7,6 +7,7 @@ cd "$(repo_root)"
 ensure_postgres
 ensure_schemathesis
 ensure_promtool
+ensure_console_test_tools
 ensure_rust_tools
 export SQLX_OFFLINE=true
 

@@ -1,0 +1,95 @@
+//! The overview with many sequences: sorted by days left (an exhausted one first, then the
+//! soonest to run out), filtered and paged by the server. Run with
+//! `SEQVEND_CONSOLE_SEQUENCES=10000` it is the overview's benchmark: it prints the time to
+//! interactive the browser measured (see docs/console.md); the test asserts no time.
+
+use std::time::Duration;
+
+use reqwest::{Method, StatusCode};
+use tokio::task::JoinSet;
+
+use crate::browser::Browser;
+use crate::common::process::create;
+use crate::common::wait::eventually;
+use crate::common::ADMIN_TOKEN;
+use crate::setup::Served;
+
+fn sequences_wanted() -> usize {
+    std::env::var("SEQVEND_CONSOLE_SEQUENCES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(120)
+}
+
+/// `count` idle sequences `bulk-00000`…, made 16 at a time.
+async fn bulk(served: &Served, count: usize) {
+    let mut making = JoinSet::new();
+    for i in 0..count {
+        if making.len() >= 16 {
+            making.join_next().await.unwrap().unwrap();
+        }
+        let address = served.address();
+        making.spawn(
+            async move { create(&address, &format!("bulk-{i:05}"), &[(1, 1_000_000)]).await },
+        );
+    }
+    while let Some(made) = making.join_next().await {
+        made.unwrap();
+    }
+}
+
+/// Waits until `name` has a forecast: its usage sampled since it was used.
+async fn until_forecast(served: &Served, name: &str) {
+    eventually(Duration::from_secs(20), "a forecast", || async {
+        let path = format!("/sequences/{name}");
+        let sequence = served.call(Method::GET, &path, None, StatusCode::OK).await;
+        !sequence["usage"]["exhausts_at"].is_null()
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn the_overview_puts_the_soonest_to_run_out_first_and_pages_and_filters_many() {
+    let served = Served::start("console-overview", &[]).await;
+    let count = sequences_wanted();
+    bulk(&served, count).await;
+    // Used alike, so the one with less left runs out sooner; `spent` is out already.
+    served.plain("soon-a", 1, 100).await;
+    served.plain("soon-b", 1, 1000).await;
+    served.plain("spent", 1, 10).await;
+    for name in ["soon-a", "soon-b"] {
+        served.vend(name, 60).await;
+    }
+    served.vend("spent", 10).await;
+    until_forecast(&served, "soon-a").await;
+    until_forecast(&served, "soon-b").await;
+
+    let browser = Browser::start(&served.address()).await;
+    browser.sign_in(ADMIN_TOKEN).await;
+    let total = count + 3;
+    browser.text_of("#shown", &format!("1–50 of {total}")).await;
+    let names = browser.all("table.sequences tbody th a").await;
+    let mut first = Vec::new();
+    for link in names.iter().take(3) {
+        first.push(link.text().await.unwrap());
+    }
+    assert_eq!(first, ["spent", "soon-a", "soon-b"]);
+    browser
+        .text_of("table.sequences tbody tr", "Few values left")
+        .await;
+
+    browser.click(".pager button:last-child").await;
+    browser
+        .text_of("#shown", &format!("51–100 of {total}"))
+        .await;
+    browser.fill("#filter", "soon").await;
+    browser.text_of("#shown", "1–2 of 2").await;
+
+    // A fresh load, as a person opening the console: the browser's own measure.
+    browser.open("#/").await;
+    browser.text_of("#shown", &format!("of {total}")).await;
+    let interactive = browser
+        .script("return performance.getEntriesByName('overview-interactive')[0].startTime")
+        .await;
+    eprintln!("overview interactive after {interactive} ms with {total} sequences");
+}
