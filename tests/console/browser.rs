@@ -98,13 +98,8 @@ impl Browser {
     /// Signs in with `token` from the sign-in form and waits for the overview.
     pub async fn sign_in(&self, token: &str) {
         self.open("#/").await;
-        let input = self.find("input[name=token]").await;
-        input.send_keys(token).await.unwrap();
-        self.find("form button[type=submit]")
-            .await
-            .click()
-            .await
-            .unwrap();
+        self.fill("input[name=token]", token).await;
+        self.click("form button[type=submit]").await;
         self.text_of("#who-name", "Signed in as").await;
     }
 

@@ -14,11 +14,15 @@ pub struct Served {
 }
 
 impl Served {
-    /// Usage is sampled every second, so that charts and rates have something to show.
-    pub async fn start(label: &str, env: &[(&str, &str)]) -> Self {
+    /// Usage is sampled every second, so that charts and rates have something to show; the
+    /// vend deadline is one no loaded machine reaches (these tests are about the pages).
+    pub async fn start(label: &str, passed: &[(&str, &str)]) -> Self {
         let pg = Pg::start(label, &[]).await;
-        let mut env = env.to_vec();
-        env.push(("SEQVEND_WATCH_INTERVAL_S", "1"));
+        let mut env = vec![
+            ("SEQVEND_WATCH_INTERVAL_S", "1"),
+            ("SEQVEND_VEND_DEADLINE_MS", "30000"),
+        ];
+        env.extend_from_slice(passed);
         let seqvend = Seqvend::start(&pg.url, &env).await;
         Self { seqvend, pg }
     }
