@@ -163,8 +163,7 @@ async fn a_token_is_made_with_its_secret_shown_once_then_revoked() {
         json!({"name": "carrier-desk", "scopes": ["read:*", "admin:ups-*"]})
     );
     browser.text_of("table.tokens", "carrier-desk").await;
-    assert_accessible(&browser, "tokens").await;
-    browser.screenshots("tokens").await;
+    assert_accessible(&browser, "tokens, the secret shown").await;
 
     // Away and back: the secret is gone from the page for good.
     browser.click("a[href=\"#/\"]").await;
@@ -172,6 +171,7 @@ async fn a_token_is_made_with_its_secret_shown_once_then_revoked() {
     browser.text_of("table.tokens", "carrier-desk").await;
     let page = browser.client.source().await.unwrap();
     assert!(!page.contains(&secret), "the secret is shown again");
+    browser.screenshots("tokens").await;
 
     browser
         .click("button[aria-label=\"Revoke carrier-desk\"]")

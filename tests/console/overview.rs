@@ -21,11 +21,11 @@ fn sequences_wanted() -> usize {
         .unwrap_or(120)
 }
 
-/// `count` idle sequences `bulk-00000`…, made 16 at a time.
+/// `count` idle sequences `bulk-00000`…, made 8 at a time.
 async fn bulk(served: &Served, count: usize) {
     let mut making = JoinSet::new();
     for i in 0..count {
-        if making.len() >= 16 {
+        if making.len() >= 8 {
             making.join_next().await.unwrap().unwrap();
         }
         let address = served.address();
@@ -92,4 +92,27 @@ async fn the_overview_puts_the_soonest_to_run_out_first_and_pages_and_filters_ma
         .script("return performance.getEntriesByName('overview-interactive')[0].startTime")
         .await;
     eprintln!("overview interactive after {interactive} ms with {total} sequences");
+    api_timings(&served).await;
+}
+
+/// Medians of the overview's first page against the plain list's, for the benchmark.
+async fn api_timings(served: &Served) {
+    let http = reqwest::Client::new();
+    for path in ["/overview?limit=50", "/sequences?limit=50", "/whoami"] {
+        let mut took = Vec::new();
+        for _ in 0..7 {
+            let started = std::time::Instant::now();
+            let response = http
+                .get(format!("{}{path}", served.address()))
+                .bearer_auth(ADMIN_TOKEN)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), StatusCode::OK);
+            response.bytes().await.unwrap();
+            took.push(started.elapsed());
+        }
+        took.sort();
+        eprintln!("GET {path}: median {:?}, slowest {:?}", took[3], took[6]);
+    }
 }

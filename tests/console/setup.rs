@@ -15,12 +15,14 @@ pub struct Served {
 
 impl Served {
     /// Usage is sampled every second, so that charts and rates have something to show; the
-    /// vend deadline is one no loaded machine reaches (these tests are about the pages).
+    /// vend deadline is one no loaded machine reaches, and statements wait out locks rather
+    /// than answer 503 (these tests are about the pages).
     pub async fn start(label: &str, passed: &[(&str, &str)]) -> Self {
         let pg = Pg::start(label, &[]).await;
         let mut env = vec![
             ("SEQVEND_WATCH_INTERVAL_S", "1"),
             ("SEQVEND_VEND_DEADLINE_MS", "30000"),
+            ("SEQVEND_LOCK_TIMEOUT_MS", "0"),
         ];
         env.extend_from_slice(passed);
         let seqvend = Seqvend::start(&pg.url, &env).await;

@@ -44,7 +44,7 @@ export function usageChart(samples, sequence) {
     { class: "chart" },
     svg(
       "svg",
-      { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": summary, preserveAspectRatio: "none" },
+      { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": summary },
       svg("line", { class: "axis", x1: PAD.left, y1: H - PAD.bottom, x2: W - PAD.right, y2: H - PAD.bottom }),
       svg("line", { class: "axis", x1: PAD.left, y1: PAD.top, x2: PAD.left, y2: H - PAD.bottom }),
       svg("text", { x: PAD.left - 6, y: y(y1) + 4, "text-anchor": "end" }, count(y1)),

@@ -73,9 +73,9 @@ function row(sequence) {
   return el(
     "tr",
     {},
-    el("th", { scope: "row", "data-label": "Name" },
+    el("th", { scope: "row", "data-label": "Name" }, el("span", {},
       el("a", { href: `#/sequences/${enc(sequence.name)}` }, sequence.name),
-      sequence.namespace !== sequence.name && el("small", { class: "muted block" }, sequence.namespace)),
+      sequence.namespace !== sequence.name && el("small", { class: "muted block" }, sequence.namespace))),
     cell("Kind", sequence.kind ?? "plain"),
     cell("Status", el("span", { class: `badge status-${sequence.status}` }, sequence.status)),
     cell("Remaining", remainingBar(sequence)),
