@@ -1,6 +1,7 @@
 //! `GET /overview`: every sequence the caller may read, one row each, sorted (by days left
 //! by default), filtered and paged by the server, so that a console with 10,000 sequences
-//! fetches one small page.
+//! fetches one small page. The rows come from `Service::all_sequences`, a reading of the
+//! registry shared by every caller.
 
 use std::cmp::Ordering;
 
@@ -79,6 +80,9 @@ pub struct OverviewPage {
     /// Rows matching the filter, across all pages.
     total: usize,
     offset: u32,
+    /// When the registry was read: at most 2 s before, or up to 5 minutes before while a
+    /// new reading is taken (with many sequences a reading takes seconds).
+    as_of: DateTime<Utc>,
     sequences: Vec<OverviewRow>,
 }
 
@@ -87,7 +91,7 @@ const MAX_FILTER: usize = 100;
 #[utoipa::path(
     get, path = "/overview", tag = "read", params(OverviewQuery),
     responses(
-        (status = 200, description = "A page of the sequences the token may read, sorted and filtered; read from the registry at most 2 s ago", body = OverviewPage),
+        (status = 200, description = "A page of the sequences the token may read, sorted and filtered, as of `as_of`", body = OverviewPage),
         (status = 400, description = "invalid_request", body = ErrorBody),
         (status = 401, description = "unauthorized", body = ErrorBody),
         (status = 403, description = "forbidden: the token has no read scope on any sequence", body = ErrorBody),
@@ -102,9 +106,10 @@ pub async fn get(
     caller.require(Verb::Read, Resource::AnySequence)?;
     let limit = page_limit(query.limit)?;
     let filter = filter(query.q.as_deref())?;
-    let all = service.all_sequences().await?;
+    let reading = service.into_inner().all_sequences().await?;
     let now = Utc::now();
-    let mut rows: Vec<OverviewRow> = all
+    let mut rows: Vec<OverviewRow> = reading
+        .sequences
         .iter()
         .filter(|sequence| readable(&caller, sequence) && matches(sequence, filter.as_deref()))
         .map(|sequence| OverviewRow::new(sequence, now))
@@ -120,6 +125,7 @@ pub async fn get(
     Ok(HttpResponse::Ok().json(OverviewPage {
         total,
         offset,
+        as_of: reading.taken_at,
         sequences,
     }))
 }

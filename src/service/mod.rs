@@ -21,6 +21,7 @@ use sqlx::PgPool;
 pub use keys::KeyInFlight;
 pub use lease::{BlockLease, BlockLeaseAsk, LeaseRefused};
 pub use notification_hub::spawn as spawn_notification_hub;
+pub use overview::Reading;
 pub use retire::RetireRefused;
 pub use vend::{VendAsk, VendRefused, VendedValues};
 

@@ -136,6 +136,7 @@ export async function overview(main, ctx, params) {
       results.replaceChildren(
         page.sequences.length ? table(page) : el("p", {}, state.q ? "No sequence matches the filter." : "No sequences yet."),
         pager(page, state, go),
+        el("p", { class: "muted" }, "Figures as of ", when(page.as_of), "."),
       );
       sizeBars(results);
       say(`${count(page.total)} sequences${state.q ? " match" : ""}.`);
