@@ -103,3 +103,26 @@ ensure_pgbouncer() {
         apt_install pgbouncer
     fi
 }
+
+# The console's browser tests: Debian's Chromium and its chromedriver (run headless), OpenSSL's
+# headers for the WebDriver client, and axe-core (npm) under target/, injected into the pages
+# to check accessibility. Pinned: the test reads axe's results.
+AXE_CORE_VERSION=4.10.3
+ensure_console_test_tools() {
+    if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+        log "installing Chromium and chromedriver (Debian packages chromium, chromium-driver)"
+        apt_install chromium chromium-driver
+    fi
+    if ! dpkg -s libssl-dev pkg-config >/dev/null 2>&1; then
+        log "installing libssl-dev and pkg-config (the WebDriver client's TLS)"
+        apt_install libssl-dev pkg-config
+    fi
+    local axe=target/axe/node_modules/axe-core/axe.min.js
+    if ! grep -q "\"version\": \"$AXE_CORE_VERSION\"" target/axe/node_modules/axe-core/package.json 2>/dev/null; then
+        command -v npm >/dev/null || { log "installing npm (Debian package npm)"; apt_install npm; }
+        log "installing axe-core $AXE_CORE_VERSION into target/axe"
+        mkdir -p target/axe
+        npm install --silent --no-audit --no-fund --prefix target/axe "axe-core@$AXE_CORE_VERSION"
+    fi
+    [ -f "$axe" ]
+}

@@ -10,6 +10,7 @@ ensure_patroni
 ensure_schemathesis
 ensure_promtool
 ensure_pgbouncer
+ensure_console_test_tools
 ensure_rust_tools
 export SQLX_OFFLINE=true
 

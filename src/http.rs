@@ -5,6 +5,7 @@
 
 mod access;
 mod caller;
+mod console;
 mod counters;
 mod deadline;
 pub mod error;
@@ -17,13 +18,16 @@ mod idempotent;
 mod ids;
 mod leases;
 mod openapi;
+mod overview;
 mod paging;
 mod request_log;
 mod sequences;
 mod server;
 mod tokens;
 mod tracking;
+mod usage;
 mod vend;
+mod whoami;
 mod workers;
 
 use actix_web::middleware::from_fn;
@@ -75,6 +79,17 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
                 )
                 .route(web::delete().to(sequences::retire)),
         )
+        .service(
+            resource("/sequences/{name}/usage", "GET")
+                .route(web::get().to(usage::get))
+                .wrap(from_fn(deadline::bound)),
+        )
+        .service(
+            resource("/overview", "GET")
+                .route(web::get().to(overview::get))
+                .wrap(from_fn(deadline::bound)),
+        )
+        .service(resource("/whoami", "GET").route(web::get().to(whoami::get)))
         .service(
             resource("/sequences/{name}/events", "GET")
                 .route(web::get().to(events::list))

@@ -31,6 +31,8 @@ pub struct Settings {
     pub watch: WatchSettings,
     pub ids: IdSettings,
     pub cache: CacheSettings,
+    /// Serve the operator console at `/console/` (see docs/console.md).
+    pub console: bool,
 }
 
 impl fmt::Debug for Settings {
@@ -49,6 +51,7 @@ impl fmt::Debug for Settings {
             watch,
             ids,
             cache,
+            console,
         } = self;
         f.debug_struct("Settings")
             .field("database_url", &database_url.as_deref().map(redact_url))
@@ -63,6 +66,7 @@ impl fmt::Debug for Settings {
             .field("watch", watch)
             .field("ids", ids)
             .field("cache", cache)
+            .field("console", console)
             .finish()
     }
 }
@@ -331,6 +335,7 @@ impl Settings {
             watch,
             ids,
             cache,
+            console: parse_bool(get("SEQVEND_CONSOLE"), true)?,
         })
     }
 }

@@ -94,7 +94,13 @@ impl Application {
             token_store,
             registry_deadline: settings.vend.statement_deadline,
         });
-        let served = http::serve(service, listener, settings.workers, settings.metrics_listen)?;
+        let served = http::serve(
+            service,
+            listener,
+            settings.workers,
+            settings.metrics_listen,
+            settings.console,
+        )?;
         Ok(Self {
             port,
             server: served.server,

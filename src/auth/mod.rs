@@ -69,6 +69,11 @@ impl Principal {
         &self.owner
     }
 
+    /// The scopes, as written when the token was made.
+    pub fn scopes(&self) -> Vec<String> {
+        self.scopes.iter().map(ToString::to_string).collect()
+    }
+
     pub fn allows(&self, verb: Verb, resource: Resource<'_>) -> bool {
         self.scopes.iter().any(|scope| scope.allows(verb, resource))
     }

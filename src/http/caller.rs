@@ -33,6 +33,11 @@ impl Caller {
         Ok(self.0.require(verb, resource)?)
     }
 
+    /// What the token may do, as `<verb>:<target>` scopes.
+    pub fn scopes(&self) -> Vec<String> {
+        self.0.scopes()
+    }
+
     pub fn may(&self, verb: Verb, resource: Resource<'_>) -> bool {
         self.0.allows(verb, resource)
     }

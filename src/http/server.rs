@@ -18,17 +18,19 @@ pub struct Served {
 }
 
 /// Serves the API on `listener` with `workers` threads, and `/metrics` on `metrics_listen`
-/// alone when given (otherwise on `listener` too). Process signals are `main`'s: actix would
+/// alone when given (otherwise on `listener` too); the console too when `console` is on. Process signals are `main`'s: actix would
 /// take SIGINT as a forced shutdown.
 pub fn serve(
     service: Service,
     listener: TcpListener,
     workers: usize,
     metrics_listen: Option<std::net::SocketAddr>,
+    console: bool,
 ) -> anyhow::Result<Served> {
     let state = AppState {
         service: web::Data::new(service),
         metrics_here: metrics_listen.is_none(),
+        console,
     };
     let metrics = match metrics_listen {
         None => None,
@@ -43,12 +45,13 @@ pub fn serve(
     Ok(Served { server, metrics })
 }
 
-/// What every worker serves from: the service, and whether the main listener serves
-/// `/metrics` (no address of its own given).
+/// What every worker serves from: the service, whether the main listener serves
+/// `/metrics` (no address of its own given), and whether it serves the console.
 #[derive(Clone)]
 struct AppState {
     service: web::Data<Service>,
     metrics_here: bool,
+    console: bool,
 }
 
 /// Serves `/metrics` alone on `address`; returns its port and handle.
@@ -95,6 +98,9 @@ fn build_app(
         .configure(|cfg| {
             if state.metrics_here {
                 super::metrics_route(cfg);
+            }
+            if state.console {
+                super::console::routes(cfg);
             }
         })
         .default_service(web::to(super::not_found))

@@ -2,7 +2,8 @@
 //! (`queries`), the views they answer with (`views`) and what can go wrong (`error`); what the
 //! vend path needs of each sequence, read once and kept in memory (`formats`, `catalog`); the
 //! settings, cache policy and the leases on cached blocks (`cache`); each sequence's history
-//! (`events`); usage samples and raised alerts (`usage`).
+//! (`events`); usage samples and raised alerts (`usage`), and the samples as a series
+//! (`samples`).
 
 mod cache;
 mod catalog;
@@ -13,6 +14,7 @@ mod formats;
 mod idempotency;
 mod leases;
 mod queries;
+mod samples;
 mod tokens;
 mod usage;
 mod views;
@@ -37,6 +39,7 @@ pub use queries::{
     add_range, create_sequence, get_sequence, list_sequences, live_sequences, retire_sequence,
     NewSequence,
 };
+pub use samples::{usage_samples, UsageSample};
 pub use tokens::{
     create_token, list_tokens, revoke_token, token_by_id, touch_token, StoredToken, TokenView,
     TOKENS_CHANNEL,

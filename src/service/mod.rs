@@ -7,6 +7,7 @@
 mod keys;
 mod lease;
 mod notification_hub;
+mod overview;
 mod resources;
 mod retire;
 mod vend;
@@ -20,6 +21,7 @@ use sqlx::PgPool;
 pub use keys::KeyInFlight;
 pub use lease::{BlockLease, BlockLeaseAsk, LeaseRefused};
 pub use notification_hub::spawn as spawn_notification_hub;
+pub use overview::Reading;
 pub use retire::RetireRefused;
 pub use vend::{VendAsk, VendRefused, VendedValues};
 
@@ -39,6 +41,7 @@ use crate::vend::{CounterAsk, CounterOutcome, Counters, VendError, Vender};
 pub struct Service {
     parts: Parts,
     in_flight: InFlight,
+    overview: overview::Snapshot,
 }
 
 /// The parts a `Service` is made of (see `startup`).
@@ -65,6 +68,7 @@ impl Service {
         Self {
             parts,
             in_flight: InFlight::default(),
+            overview: overview::Snapshot::default(),
         }
     }
 

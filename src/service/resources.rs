@@ -7,7 +7,7 @@ use crate::carriers::Origin;
 use crate::domain::{CounterKey, RangeBounds, SequenceName, SequenceSpec};
 use crate::registry::{
     self, CounterView, EventPage, FamilyPage, FamilyView, Issued, NewSequence, RangeView,
-    RegistryError, SequencePage, SequenceView, SettingsChange, TokenView,
+    RegistryError, SequencePage, SequenceView, SettingsChange, TokenView, UsageSample,
 };
 
 impl Service {
@@ -48,6 +48,14 @@ impl Service {
         by: &str,
     ) -> Result<SequenceView, RegistryError> {
         registry::change_settings(&self.parts.registry, name, change, by).await
+    }
+
+    /// A sequence's usage samples, oldest first.
+    pub async fn usage_samples(
+        &self,
+        name: &SequenceName,
+    ) -> Result<Vec<UsageSample>, RegistryError> {
+        registry::usage_samples(&self.parts.registry, name).await
     }
 
     /// A sequence's events after the event `after`, at most `limit` of them.

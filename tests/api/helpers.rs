@@ -73,6 +73,7 @@ pub fn test_settings() -> Settings {
         },
         ids: IdSettings::default(),
         cache: CacheSettings::default(),
+        console: true,
     }
 }
 

@@ -1,0 +1,149 @@
+//! The overview with many sequences: sorted by days left (an exhausted one first, then the
+//! soonest to run out), filtered and paged by the server. Run with
+//! `SEQVEND_CONSOLE_SEQUENCES=10000` it is the overview's benchmark: it prints the time to
+//! interactive the browser measured (see docs/console.md); the test asserts no time.
+
+use std::time::Duration;
+
+use reqwest::{Method, StatusCode};
+use tokio::task::JoinSet;
+
+use crate::browser::Browser;
+use serde_json::json;
+
+use crate::common::process::admin;
+use crate::common::wait::{eventually, eventually_some};
+use crate::common::ADMIN_TOKEN;
+use crate::setup::Served;
+
+fn sequences_wanted() -> usize {
+    std::env::var("SEQVEND_CONSOLE_SEQUENCES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(120)
+}
+
+/// `count` idle sequences `bulk-00000`…, made 8 at a time.
+async fn bulk(served: &Served, count: usize) {
+    let mut making = JoinSet::new();
+    for i in 0..count {
+        if making.len() >= 8 {
+            making.join_next().await.unwrap().unwrap();
+        }
+        let address = served.address();
+        making.spawn(async move { create_patiently(&address, &format!("bulk-{i:05}")).await });
+    }
+    while let Some(made) = making.join_next().await {
+        made.unwrap();
+    }
+}
+
+/// Creates `name`, asking again while seqvend answers 503 (a loaded machine making
+/// thousands of sequences at once). A 503 may come after the commit: then the name is taken
+/// by the attempt before.
+async fn create_patiently(address: &str, name: &str) {
+    let body = json!({"name": name, "min": 1, "max": 1_000_000});
+    let mut asked_before = false;
+    eventually_some(Duration::from_secs(120), "a sequence created", || {
+        let retry = std::mem::replace(&mut asked_before, true);
+        let body = body.clone();
+        async move {
+            let (status, answer) = admin(address, Method::POST, "/sequences", Some(body)).await;
+            match status {
+                StatusCode::CREATED => Some(()),
+                StatusCode::CONFLICT if retry => Some(()),
+                StatusCode::SERVICE_UNAVAILABLE => None,
+                other => panic!("{name}: {other} {answer}"),
+            }
+        }
+    })
+    .await;
+}
+
+/// Waits until `name` has a forecast: its usage sampled since it was used.
+async fn until_forecast(served: &Served, name: &str) {
+    eventually(Duration::from_secs(20), "a forecast", || async {
+        let path = format!("/sequences/{name}");
+        let sequence = served.call(Method::GET, &path, None, StatusCode::OK).await;
+        !sequence["usage"]["exhausts_at"].is_null()
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn the_overview_puts_the_soonest_to_run_out_first_and_pages_and_filters_many() {
+    let served = Served::start("console-overview", &[]).await;
+    let count = sequences_wanted();
+    bulk(&served, count).await;
+    // Used alike, so the one with less left runs out sooner; `spent` is out already.
+    served.plain("soon-a", 1, 100).await;
+    served.plain("soon-b", 1, 1000).await;
+    served.plain("spent", 1, 10).await;
+    for name in ["soon-a", "soon-b"] {
+        served.vend(name, 60).await;
+    }
+    served.vend("spent", 10).await;
+    until_forecast(&served, "soon-a").await;
+    until_forecast(&served, "soon-b").await;
+    api_timings(&served).await;
+
+    let browser = Browser::start(&served.address()).await;
+    browser.sign_in(ADMIN_TOKEN).await;
+    let total = count + 3;
+    browser.text_of("#shown", &format!("1–50 of {total}")).await;
+    let names = browser.all("table.sequences tbody th a").await;
+    let mut first = Vec::new();
+    for link in names.iter().take(3) {
+        first.push(link.text().await.unwrap());
+    }
+    assert_eq!(first, ["spent", "soon-a", "soon-b"]);
+    browser
+        .text_of("table.sequences tbody tr", "Few values left")
+        .await;
+
+    browser.click(".pager button:last-child").await;
+    browser
+        .text_of("#shown", &format!("51–100 of {total}"))
+        .await;
+    browser.fill("#filter", "soon").await;
+    browser.text_of("#shown", "1–2 of 2").await;
+
+    // Fresh loads, as a person opening the console: the browser's own measure.
+    for _ in 0..3 {
+        browser.client.refresh().await.unwrap();
+        browser.text_of("#shown", &format!("of {total}")).await;
+        let interactive = browser
+            .script("return performance.getEntriesByName('overview-interactive')[0].startTime")
+            .await;
+        eprintln!("overview interactive after {interactive} ms with {total} sequences");
+    }
+}
+
+/// The overview's first page, cold (the registry read) and then its median against the plain
+/// list's, for the benchmark.
+async fn api_timings(served: &Served) {
+    let http = reqwest::Client::new();
+    for path in [
+        "/overview?limit=50",
+        "/overview?limit=50",
+        "/sequences?limit=50",
+        "/whoami",
+    ] {
+        let mut took = Vec::new();
+        for _ in 0..7 {
+            // The first of all reads the registry; the rest of its seven come from the reading.
+            let started = std::time::Instant::now();
+            let response = http
+                .get(format!("{}{path}", served.address()))
+                .bearer_auth(ADMIN_TOKEN)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), StatusCode::OK);
+            response.bytes().await.unwrap();
+            took.push(started.elapsed());
+        }
+        took.sort();
+        eprintln!("GET {path}: median {:?}, slowest {:?}", took[3], took[6]);
+    }
+}
