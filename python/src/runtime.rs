@@ -12,9 +12,11 @@ use crate::per_process::{Current, PerProcess};
 
 static RUNTIME: PerProcess<Arc<Runtime>> = PerProcess::new();
 
-/// This process's runtime.
+/// This process's runtime. Asked for only when a client is made (in a process, or again in
+/// a forked child), so the process id is checked too: a runtime inherited through a fork
+/// that skipped Python's hook has no threads, and anything waiting on it would hang.
 pub fn runtime() -> Result<Arc<Runtime>, Failure> {
-    let current: Current<Arc<Runtime>> = RUNTIME.get(build)?;
+    let current: Current<Arc<Runtime>> = RUNTIME.get_checked(build)?;
     Ok(Arc::clone(&current))
 }
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 
 import seqvend
 
@@ -14,6 +15,7 @@ def in_child(work) -> dict:
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: report, then leave without running the parent's clean-ups
+        signal.alarm(60)  # a child that hangs dies, and the test fails instead of hanging
         try:
             os.close(read)
             outcome = {"ok": work()}
@@ -27,7 +29,7 @@ def in_child(work) -> dict:
         chunks.append(chunk)
     os.close(read)
     _, status = os.waitpid(pid, 0)
-    assert os.WEXITSTATUS(status) == 0
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, f"the child ended with {status}"
     outcome = json.loads(b"".join(chunks))
     assert "error" not in outcome, outcome.get("error")
     return outcome["ok"]

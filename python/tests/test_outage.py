@@ -6,7 +6,6 @@ from __future__ import annotations
 import time
 
 import seqvend
-from conftest import eventually
 
 RATE = 200  # ids/s
 OUTAGE_S = 30
@@ -45,9 +44,11 @@ def test_thirty_seconds_without_seqvend_under_a_steady_rate_cause_no_wait(server
         server.start()
 
     assert during.waits == waits, "a call waited while the cache lasted"
-    assert during.failed_calls >= 1, "the client did try to refill during the outage"
-    assert slowest < 0.05, f"the slowest call took {slowest * 1000:.1f} ms"
+    # A call that waited would take a refill's round trip, or the 2 s timeout; this bound
+    # only leaves room for a busy machine's scheduling.
+    assert slowest < 0.5, f"the slowest call took {slowest * 1000:.1f} ms"
     assert values == sorted(set(values)), "increasing, never repeated"
-    refills = during.refills
-    eventually(lambda: client.metrics().refills > refills, 30, "a refill after the outage")
+    # Back: the same client leases again (a new sequence has nothing cached).
+    assert client.next(server.sequence()) == 1
+    assert client.metrics().refills > during.refills
     assert client.next(name) > values[-1]
