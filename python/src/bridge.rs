@@ -9,6 +9,8 @@ use std::future::Future;
 use pyo3::prelude::*;
 use pyo3::BoundObject;
 
+use seqvend_client::Sequence;
+
 use crate::client::Client;
 use crate::errors::Failure;
 use crate::vend;
@@ -38,34 +40,43 @@ where
     Ok(())
 }
 
+/// Runs `work` on one sequence of the client (a handle: no lookup by name in the task).
+fn spawn_on<T, F, W>(client: &Client, name: &str, done: Py<PyAny>, work: W) -> PyResult<()>
+where
+    W: FnOnce(Sequence) -> F,
+    F: Future<Output = Result<T, seqvend_client::Error>> + Send + 'static,
+    T: for<'py> IntoPyObject<'py> + Send + 'static,
+{
+    let sequence = client.bound_checked()?.client.sequence(name);
+    let work = work(sequence);
+    spawn(
+        client,
+        done,
+        async move { work.await.map_err(Failure::from) },
+    )
+}
+
 /// `next(name)` for asyncio: the value, or the error, passed to `done`.
 #[pyfunction]
-pub fn spawn_next(client: &Client, name: String, done: Py<PyAny>) -> PyResult<()> {
-    let bound = client.bound_checked()?;
-    let sequence = bound.client.sequence(&name);
-    spawn(client, done, async move {
-        sequence.next().await.map_err(Failure::from)
-    })
+pub fn spawn_next(client: &Client, name: &str, done: Py<PyAny>) -> PyResult<()> {
+    spawn_on(client, name, done, |s| async move { s.next().await })
 }
 
 /// `next_n(name, count)` for asyncio.
 #[pyfunction]
-pub fn spawn_next_n(client: &Client, name: String, count: usize, done: Py<PyAny>) -> PyResult<()> {
-    let bound = client.bound_checked()?;
-    let sequence = bound.client.sequence(&name);
-    spawn(client, done, async move {
-        sequence.next_n(count).await.map_err(Failure::from)
-    })
+pub fn spawn_next_n(client: &Client, name: &str, count: usize, done: Py<PyAny>) -> PyResult<()> {
+    spawn_on(client, name, done, |s| async move { s.next_n(count).await })
 }
 
 /// `prefetch(name, values)` for asyncio.
 #[pyfunction]
-pub fn spawn_prefetch(client: &Client, name: String, values: u64, done: Py<PyAny>) -> PyResult<()> {
-    let bound = client.bound_checked()?;
-    let sequence = bound.client.sequence(&name);
-    spawn(client, done, async move {
-        sequence.prefetch(values).await.map_err(Failure::from)
-    })
+pub fn spawn_prefetch(client: &Client, name: &str, values: u64, done: Py<PyAny>) -> PyResult<()> {
+    spawn_on(
+        client,
+        name,
+        done,
+        |s| async move { s.prefetch(values).await },
+    )
 }
 
 /// `vend(name, count, idempotency_key=…)` for asyncio.

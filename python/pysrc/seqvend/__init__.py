@@ -51,21 +51,7 @@ __all__ = [
     "decode_snowflake",
     "tracking",
     "errors",
-    "SeqvendError",
-    "InvalidRequest",
-    "ConfigurationError",
-    "Unauthorized",
-    "Forbidden",
-    "NotFound",
-    "SequenceExhausted",
-    "SequenceRetired",
-    "SequenceFailed",
-    "IdempotencyKeyReused",
-    "IdempotencyKeyInFlight",
-    "Unavailable",
-    "Timeout",
-    "SnowflakeUnavailable",
-    "ProtocolError",
+    *errors.__all__,
 ]
 
 # A forked child (gunicorn, celery or multiprocessing workers) must never hand out its
