@@ -11,6 +11,7 @@ use crate::binding::{Binding, Config};
 use crate::errors::{raise, Failure};
 use crate::metrics::Metrics;
 use crate::per_process::{Current, PerProcess};
+use crate::sequence::Sequence;
 use crate::vend::{self, Vended};
 
 /// A seqvend client (see the package's docs).
@@ -100,6 +101,12 @@ impl Client {
         let bound = self.bound_checked()?;
         py.detach(|| bound.runtime.block_on(bound.client.next_n(name, count)))
             .map_err(raise)
+    }
+
+    /// A handle on sequence `name` for hot loops: an iterator (`next(handle)`) with no name
+    /// lookup per value. Its cache is the client's.
+    fn sequence(slf: Py<Self>, name: &str) -> Sequence {
+        Sequence::new(slf, name)
     }
 
     /// A cached value of `name`, or `None` at once when nothing is cached (a refill is then

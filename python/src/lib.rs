@@ -12,6 +12,7 @@ mod ids;
 mod metrics;
 mod per_process;
 mod runtime;
+mod sequence;
 mod tracking;
 mod vend;
 
@@ -28,6 +29,7 @@ fn forked() {
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<client::Client>()?;
     module.add_class::<metrics::Metrics>()?;
+    module.add_class::<sequence::Sequence>()?;
     module.add_class::<vend::Vended>()?;
     module.add_function(wrap_pyfunction!(forked, module)?)?;
     module.add_function(wrap_pyfunction!(ids::uuid7_bytes, module)?)?;

@@ -78,3 +78,17 @@ def test_a_bad_name_is_refused_with_invalid_request_and_nothing_vended(client, b
     with pytest.raises(seqvend.InvalidRequest) as caught:
         client.vend(bad)
     assert caught.value.code == "invalid_request"
+
+
+def test_a_sequence_handle_is_an_iterator_sharing_the_clients_cache(server, client):
+    name = server.sequence()
+    orders = client.sequence(name)
+    first = next(orders)
+    assert isinstance(orders, seqvend.Sequence) and orders.name == name
+    from_client = client.next(name)
+    more = [next(orders) for _ in range(100)] + orders.next_n(10) + [orders.next()]
+    assert first < from_client < more[0] and more == sorted(set(more))
+    assert orders.metrics().hits >= 100
+    gone = client.sequence("py-never-made")
+    with pytest.raises(seqvend.NotFound):
+        next(gone)

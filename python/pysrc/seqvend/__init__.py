@@ -18,7 +18,7 @@ from datetime import datetime, timedelta, timezone
 from typing import NamedTuple, Optional
 
 from . import errors, tracking
-from ._native import Client, Metrics, Vended
+from ._native import Client, Metrics, Sequence, Vended
 from ._native import decode_snowflake as _decode_snowflake
 from ._native import forked as _forked
 from ._native import uuid7_bytes as _uuid7_bytes
@@ -45,6 +45,7 @@ __all__ = [
     "Client",
     "AsyncClient",
     "Metrics",
+    "Sequence",
     "Vended",
     "Snowflake",
     "uuid7",
