@@ -126,3 +126,14 @@ ensure_console_test_tools() {
     fi
     [ -f "$axe" ]
 }
+# The Python package's tools (PyPI), pinned, in a venv under target/: maturin builds the
+# wheel, pytest runs python/tests, requests and httpx are the benchmark's baselines.
+PYTHON_TOOLS="maturin==1.16.0 pytest==9.2.0 requests==2.34.2 httpx==0.28.1"
+ensure_python_tools() {
+    local venv=target/python-tools
+    if ! "$venv/bin/pip" freeze 2>/dev/null | grep -qx "maturin==1.16.0"; then
+        log "installing $PYTHON_TOOLS into $venv"
+        python3 -m venv --clear "$venv" 2>/dev/null || { apt_install python3-venv python3-dev; python3 -m venv --clear "$venv"; }
+        "$venv/bin/pip" install --quiet $PYTHON_TOOLS
+    fi
+}

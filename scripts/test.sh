@@ -35,3 +35,6 @@ log "tests (every workspace member)"
 cargo build --locked --workspace --examples
 cargo test --locked --workspace --all-targets
 cargo test --locked --workspace --doc
+
+log "the Python package: wheel, fresh virtualenv, pytest against a real seqvend"
+scripts/python.sh

@@ -4,7 +4,7 @@
 
 use super::{normalise, recognise};
 
-#[path = "../../tests/common/carrier_vectors.rs"]
+#[path = "../../../tests/common/carrier_vectors.rs"]
 mod data;
 use data::{vectors, Vector};
 

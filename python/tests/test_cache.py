@@ -1,0 +1,94 @@
+"""The thick client's cache from Python: values, order, metrics, and threads."""
+
+from __future__ import annotations
+
+import heapq
+import threading
+from array import array
+
+import pytest
+import seqvend
+
+
+def test_next_next_n_and_try_next_hand_out_increasing_values_from_the_cache(server, client):
+    name = server.sequence()
+    first = client.next(name)
+    batch = client.next_n(name, 500)
+    assert batch == sorted(batch) and batch[0] > first
+    value = client.try_next(name)
+    assert value is None or value > batch[-1]
+    metrics = client.metrics()
+    assert metrics.refills >= 1 and metrics.hits >= 1
+    assert isinstance(metrics, seqvend.Metrics)
+
+
+def test_try_next_on_an_unused_sequence_answers_none_at_once_and_starts_a_refill(server, client):
+    name = server.sequence()
+    assert client.try_next(name) is None
+    value = eventually_value(lambda: client.try_next(name))
+    assert value >= 1
+
+
+def eventually_value(take):
+    from conftest import eventually
+
+    return eventually(take, 20, "a refill brings a value")
+
+
+def test_prefetch_fills_the_cache_so_later_calls_do_not_wait(server, client):
+    name = server.sequence()
+    client.prefetch(name, 5000)
+    waits = client.metrics().waits
+    values = [client.next(name) for _ in range(4000)]
+    assert client.metrics().waits == waits
+    assert len(set(values)) == 4000
+
+
+def test_eight_threads_taking_a_million_ids_each_never_see_a_value_twice(server):
+    client = seqvend.Client(server.url, server.token)
+    name = server.sequence()
+    per_thread = 1_000_000
+    taken = [array("q") for _ in range(8)]
+
+    def take(out: array) -> None:
+        next_id = client.next
+        append = out.append
+        for _ in range(per_thread):
+            append(next_id(name))
+
+    threads = [threading.Thread(target=take, args=(out,)) for out in taken]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    # Each thread's values increase (per-process monotonic), so one merge finds any repeat.
+    for out in taken:
+        assert len(out) == per_thread
+        assert all(a < b for a, b in zip(out, out[1:]))
+    previous = None
+    repeats = 0
+    for value in heapq.merge(*taken):
+        repeats += value == previous
+        previous = value
+    assert repeats == 0
+
+
+@pytest.mark.parametrize("bad", ["", "has space", "x" * 64, "-lead"])
+def test_a_bad_name_is_refused_with_invalid_request_and_nothing_vended(client, bad):
+    with pytest.raises(seqvend.InvalidRequest) as caught:
+        client.vend(bad)
+    assert caught.value.code == "invalid_request"
+
+
+def test_a_sequence_handle_is_an_iterator_sharing_the_clients_cache(server, client):
+    name = server.sequence()
+    orders = client.sequence(name)
+    first = next(orders)
+    assert isinstance(orders, seqvend.Sequence) and orders.name == name
+    from_client = client.next(name)
+    more = [next(orders) for _ in range(100)] + orders.next_n(10) + [orders.next()]
+    assert first < from_client < more[0] and more == sorted(set(more))
+    assert orders.metrics().hits >= 100
+    gone = client.sequence("py-never-made")
+    with pytest.raises(seqvend.NotFound):
+        next(gone)
