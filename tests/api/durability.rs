@@ -147,27 +147,14 @@ async fn values_whose_commit_the_synchronous_standby_did_not_confirm_are_withhel
     dba.batch_execute("SELECT pg_reload_conf()").await.unwrap();
     // Backends read the reloaded setting at their next command; a vend that ran before that
     // completes normally, and the next one waits.
-    let (request, pid) = loop {
-        let request = tokio::spawn({
+    let (request, pid) = until_a_vend_waits(
+        || {
             let app = app.clone();
-            async move { app.next("sync").await }
-        });
-        let waiting = eventually_some(
-            Duration::from_secs(20),
-            "a vend waits for the standby, or answers",
-            || async {
-                if request.is_finished() {
-                    return Some(None);
-                }
-                waiting_for_the_standby(&dba).await.map(Some)
-            },
-        )
-        .await;
-        match waiting {
-            Some(pid) => break (request, pid),
-            None => assert_eq!(request.await.unwrap().status, StatusCode::OK),
-        }
-    };
+            tokio::spawn(async move { app.next("sync").await })
+        },
+        || waiting_for_the_standby(&dba),
+    )
+    .await;
     dba.query_one("SELECT pg_cancel_backend($1)", &[&pid])
         .await
         .unwrap();
