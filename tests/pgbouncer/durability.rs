@@ -45,27 +45,14 @@ async fn values_whose_commit_the_standby_did_not_confirm_are_withheld_through_pg
     dba.batch_execute("SELECT pg_reload_conf()").await.unwrap();
     // A server connection reads the reloaded setting at its next command; a vend on one that
     // had not yet completes normally, and the next one waits.
-    let (request, pid) = loop {
-        let request = tokio::spawn({
+    let (request, pid) = until_a_vend_waits(
+        || {
             let pooled = pooled.clone();
-            async move { pooled.app.next("sync").await }
-        });
-        let waiting = eventually_some(
-            Duration::from_secs(20),
-            "a vend's COMMIT waits for the standby, or the vend answers",
-            || async {
-                if request.is_finished() {
-                    return Some(None);
-                }
-                vend_commit_waiting(&pooled, &dba).await.map(Some)
-            },
-        )
-        .await;
-        match waiting {
-            Some(pid) => break (request, pid),
-            None => assert_eq!(request.await.unwrap().status, StatusCode::OK),
-        }
-    };
+            tokio::spawn(async move { pooled.app.next("sync").await })
+        },
+        || vend_commit_waiting(&pooled, &dba),
+    )
+    .await;
     dba.query_one("SELECT pg_cancel_backend($1)", &[&pid])
         .await
         .unwrap();
