@@ -453,35 +453,3 @@ pub fn assert_unique(values: &[i64]) -> HashSet<i64> {
     );
     set
 }
-
-/// Sends vends (`send`) until one of them waits where `waiting` looks (e.g. for a synchronous
-/// standby); one that found nothing to wait for must have answered 200. Returns the waiting
-/// request and what `waiting` found (its backend).
-pub async fn until_a_vend_waits<S, W, WF>(
-    send: S,
-    waiting: W,
-) -> (tokio::task::JoinHandle<Reply>, i32)
-where
-    S: Fn() -> tokio::task::JoinHandle<Reply>,
-    W: Fn() -> WF,
-    WF: std::future::Future<Output = Option<i32>>,
-{
-    loop {
-        let request = send();
-        let found = eventually_some(
-            Duration::from_secs(20),
-            "a vend waits, or answers",
-            || async {
-                if request.is_finished() {
-                    return Some(None);
-                }
-                waiting().await.map(Some)
-            },
-        )
-        .await;
-        match found {
-            Some(pid) => return (request, pid),
-            None => assert_eq!(request.await.unwrap().status, StatusCode::OK),
-        }
-    }
-}
