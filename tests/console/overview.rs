@@ -16,6 +16,9 @@ use crate::common::wait::{eventually, eventually_some};
 use crate::common::ADMIN_TOKEN;
 use crate::setup::Served;
 
+/// How long a usage round may take: with 10,000 sequences on a loaded machine, minutes.
+const ROUND_PATIENCE: Duration = Duration::from_secs(180);
+
 fn sequences_wanted() -> usize {
     std::env::var("SEQVEND_CONSOLE_SEQUENCES")
         .ok()
@@ -62,7 +65,7 @@ async fn create_patiently(address: &str, name: &str) {
 
 /// Waits until `name` has a forecast: its usage sampled since it was used.
 async fn until_forecast(served: &Served, name: &str) {
-    eventually(Duration::from_secs(20), "a forecast", || async {
+    eventually(ROUND_PATIENCE, "a forecast", || async {
         let path = format!("/sequences/{name}");
         let sequence = served.call(Method::GET, &path, None, StatusCode::OK).await;
         !sequence["usage"]["exhausts_at"].is_null()
@@ -85,7 +88,7 @@ async fn the_overview_puts_the_soonest_to_run_out_first_and_pages_and_filters_ma
     served.vend("spent", 10).await;
     until_forecast(&served, "soon-a").await;
     until_forecast(&served, "soon-b").await;
-    eventually(Duration::from_secs(20), "spent's alert raised", || async {
+    eventually(ROUND_PATIENCE, "spent's alert raised", || async {
         let spent = served.sequence("spent").await;
         spent["alerts"]["raised"] != json!([])
     })
