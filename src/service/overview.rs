@@ -4,11 +4,11 @@
 //! `SERVE_STALE_FOR`) while a new one is taken in the background: with 10,000 sequences a
 //! reading takes seconds, and a person paging through the list should not wait for it.
 
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
-use tokio::sync::Mutex;
+use tokio::sync::{watch, Mutex};
 
 use super::Service;
 use crate::domain::SequenceName;
@@ -32,25 +32,37 @@ pub struct Reading {
     taken: Instant,
 }
 
-/// The latest reading, and the lock that lets one reading be taken at a time.
-#[derive(Default)]
+/// The latest reading (watched by callers waiting for one), and the lock that lets one
+/// reading be taken at a time.
 pub struct Snapshot {
-    latest: RwLock<Option<Reading>>,
+    latest: watch::Sender<Option<Reading>>,
     reading: Arc<Mutex<()>>,
+}
+
+impl Default for Snapshot {
+    fn default() -> Self {
+        Self {
+            latest: watch::Sender::new(None),
+            reading: Arc::default(),
+        }
+    }
 }
 
 impl Snapshot {
     fn latest_within(&self, age: Duration) -> Option<Reading> {
-        let latest = self.latest.read().unwrap_or_else(|p| p.into_inner());
-        latest
-            .clone()
-            .filter(|reading| reading.taken.elapsed() < age)
+        within(self.latest.borrow().as_ref(), age).cloned()
     }
+}
+
+fn within(reading: Option<&Reading>, age: Duration) -> Option<&Reading> {
+    reading.filter(|reading| reading.taken.elapsed() < age)
 }
 
 impl Service {
     /// Every sequence: read at most `FRESH_FOR` ago, or (while a newer reading is taken in the
-    /// background) at most `SERVE_STALE_FOR` ago; else read now.
+    /// background) at most `SERVE_STALE_FOR` ago; else as soon as a reading is taken. The
+    /// reading runs on a task of its own, so a caller that gives up (its request's deadline)
+    /// leaves it to finish for the next.
     pub async fn all_sequences(self: &Arc<Self>) -> Result<Reading, RegistryError> {
         if let Some(fresh) = self.overview.latest_within(FRESH_FOR) {
             return Ok(fresh);
@@ -59,12 +71,13 @@ impl Service {
             self.refresh_in_background();
             return Ok(stale);
         }
-        let _one_at_a_time = self.overview.reading.lock().await;
-        // Another caller may have taken one while this one waited.
-        if let Some(fresh) = self.overview.latest_within(FRESH_FOR) {
-            return Ok(fresh);
-        }
-        self.take_reading().await
+        let mut taken = self.overview.latest.subscribe();
+        self.refresh_in_background();
+        let reading = taken
+            .wait_for(|latest| within(latest.as_ref(), SERVE_STALE_FOR).is_some())
+            .await
+            .map_err(|_| RegistryError::Internal(anyhow::anyhow!("the overview is gone")))?;
+        Ok(reading.clone().expect("waited for a reading"))
     }
 
     /// Starts a reading unless one is being taken.
@@ -89,11 +102,7 @@ impl Service {
             taken_at,
             taken,
         };
-        *self
-            .overview
-            .latest
-            .write()
-            .unwrap_or_else(|p| p.into_inner()) = Some(reading.clone());
+        self.overview.latest.send_replace(Some(reading.clone()));
         Ok(reading)
     }
 

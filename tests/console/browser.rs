@@ -5,12 +5,12 @@
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use fantoccini::elements::Element;
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{json, Value};
+use tokio::sync::{Mutex, MutexGuard};
 
 use crate::common::process::free_port;
 use crate::common::wait::{eventually, eventually_some};
@@ -23,7 +23,7 @@ pub const PHONE: (u32, u32) = (390, 844);
 
 /// Browser tests take turns: a few Chromiums at once would only slow each other down on a
 /// small machine, and a slow page is a flaky wait.
-static TURN: Mutex<()> = Mutex::new(());
+static TURN: Mutex<()> = Mutex::const_new(());
 
 pub struct Browser {
     pub client: Client,
@@ -36,8 +36,7 @@ pub struct Browser {
 impl Browser {
     /// A new headless Chromium at laptop size, pointed at nothing yet.
     pub async fn start(seqvend: &str) -> Self {
-        // A test that failed while holding the turn poisons it; the next may still go.
-        let turn = TURN.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let turn = TURN.lock().await;
         let port = free_port();
         // A process group of its own, so that Chromium goes with it on drop (see below).
         let driver = Command::new("chromedriver")
