@@ -238,17 +238,28 @@ async fn a_worker_id_whose_lease_the_synchronous_standby_did_not_confirm_is_not_
     let app = std::sync::Arc::new(spawn_app_on(&db, test_settings()).await);
     let dba = db.connect().await;
     name_an_absent_synchronous_standby(&dba).await;
-    let (request, _) = until_a_request_waits_for_the_standby(&dba, "COMMIT", || {
-        let app = app.clone();
-        tokio::spawn(async move {
-            app.request(Method::POST, "/workers/lease", Some(VEND_TOKEN), None)
-                .await
+    // A waiting `COMMIT` may be another commit of the instance's (a renewal), while the
+    // request's own commit ran on a connection that had not yet read the reloaded setting and
+    // rightly answered 200. So a 200 sends another request; with the check gone every attempt
+    // answers 200 (each of its commits waited and was cancelled), and the test fails.
+    let mut attempts = 0;
+    let reply = loop {
+        attempts += 1;
+        let (request, _) = until_a_request_waits_for_the_standby(&dba, "COMMIT", || {
+            let app = app.clone();
+            tokio::spawn(async move {
+                app.request(Method::POST, "/workers/lease", Some(VEND_TOKEN), None)
+                    .await
+            })
         })
-    })
-    .await;
-    // Every waiting commit, the instance's own renewals too: the request's is among them.
-    assert!(cancel_commits_waiting_for_the_standby(&dba).await >= 1);
-    let reply = request.await.unwrap();
+        .await;
+        // Every waiting commit, the instance's own renewals too: the request's among them.
+        assert!(cancel_commits_waiting_for_the_standby(&dba).await >= 1);
+        let reply = request.await.unwrap();
+        if reply.status != StatusCode::OK || attempts == 5 {
+            break reply;
+        }
+    };
     reply.assert_error(503, "unavailable");
 
     dba.batch_execute("ALTER SYSTEM RESET synchronous_standby_names")
