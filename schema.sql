@@ -30,16 +30,13 @@ CREATE SCHEMA seqvend;
 CREATE SCHEMA seqvend_ranges;
 
 --
--- Name: vend_runs_answer; Type: TYPE; Schema: seqvend; Owner: -
+-- Name: vend_answer; Type: TYPE; Schema: seqvend; Owner: -
 --
 
-CREATE TYPE seqvend.vend_runs_answer AS (
+CREATE TYPE seqvend.vend_answer AS (
 	requests integer[],
 	outcome text,
-	firsts bigint[],
-	lasts bigint[],
-	steps bigint[],
-	taken bigint,
+	vals bigint[],
 	detail text,
 	ranges integer[],
 	marks bigint[]
@@ -57,6 +54,126 @@ CREATE FUNCTION seqvend.counters_asked(p_families text[], p_keys text[], p_count
       JOIN seqvend.families f ON f.name = a.family AND f.retired_at IS NULL
      GROUP BY f.id, a.key, f.capacity
      ORDER BY f.id, a.key COLLATE "C"
+$$;
+
+--
+-- Name: draw(integer, integer, regclass, bigint, bigint, bigint, bigint, bigint, bigint, bigint, bigint, bigint); Type: FUNCTION; Schema: seqvend; Owner: -
+--
+
+CREATE FUNCTION seqvend.draw(p_sequence integer, p_range integer, p_seq regclass, p_min bigint, p_max bigint, p_start bigint, p_increment bigint, p_step bigint, p_seq_min bigint, p_seq_max bigint, p_mark bigint, p_wanted bigint, OUT vals bigint[], OUT ended boolean, OUT note text) RETURNS record
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    up        boolean := p_increment > 0;
+    -- The last value the range can give: its own end or the sequence's, the nearer.
+    range_end bigint := CASE WHEN up THEN least(p_max, p_seq_max) ELSE greatest(p_min, p_seq_min) END;
+    last_out  bigint := p_mark;
+    last_val  bigint;
+    next_val  numeric;
+    room      numeric;
+    k         bigint;
+    batch     bigint[];
+    ordered   boolean;
+    stale     numeric;
+    repairs   integer := 0;
+    v         bigint;
+BEGIN
+    vals := '{}';
+    ended := false;
+    IF (p_step > 0) <> up THEN
+        RAISE EXCEPTION 'sequence % counts by % but its range counts by %: restore its '
+                        'INCREMENT BY', p_seq, p_step, p_increment;
+    END IF;
+
+    WHILE cardinality(vals) < p_wanted LOOP
+        IF stale IS NOT NULL THEN
+            repairs := repairs + 1;
+            IF repairs > 2 THEN
+                RAISE EXCEPTION 'sequence % keeps moving back behind %, the last value seqvend '
+                                'handed out from it', p_seq, last_out;
+            END IF;
+            note := nullif(concat_ws('; ', note,
+                                     seqvend.repair_rewind(p_sequence, p_range, p_seq, p_min,
+                                                           p_max, p_start, p_step, last_out,
+                                                           stale)), '');
+            stale := NULL;
+        END IF;
+        -- NULL after a restart (RESTART, setval(…, false)): the next value is then unknown,
+        -- so draw a single one to learn where the sequence stands.
+        last_val := pg_sequence_last_value(p_seq);
+        IF last_val IS NULL THEN
+            k := 1;
+            room := 1;
+        ELSE
+            next_val := last_val::numeric + p_step;
+            IF NOT (CASE WHEN up THEN next_val >= p_min ELSE next_val <= p_max END)
+               OR (last_out IS NOT NULL
+                   AND NOT (CASE WHEN up THEN next_val > last_out ELSE next_val < last_out END)) THEN
+                stale := next_val;
+                CONTINUE;
+            END IF;
+            room := CASE WHEN up THEN floor((range_end - next_val) / p_step) + 1
+                         ELSE floor((next_val - range_end) / -p_step) + 1 END;
+            IF room <= 0 THEN
+                ended := true;
+                EXIT;
+            END IF;
+            k := least(room, p_wanted - cardinality(vals));
+        END IF;
+
+        IF k < room THEN
+            SELECT coalesce(array_agg(w.v), '{}'),
+                   coalesce(bool_and(CASE WHEN up THEN w.v > w.prev ELSE w.v < w.prev END), true)
+              INTO batch, ordered
+              -- lag() over the rows in the order nextval produced them.
+              FROM (SELECT n.v, lag(n.v) OVER () AS prev
+                      FROM (SELECT nextval(p_seq) AS v FROM generate_series(1, k)) AS n) AS w;
+        ELSE
+            batch := '{}';
+            BEGIN
+                FOR i IN 1 .. k LOOP
+                    batch := batch || nextval(p_seq);
+                END LOOP;
+            EXCEPTION WHEN sqlstate '2200H' THEN
+                -- The sequence's own bound: the values drawn before it are in `batch`.
+                ended := true;
+            END;
+            ordered := false;  -- few values: checked one by one below
+        END IF;
+
+        IF ordered AND cardinality(batch) > 0
+           AND batch[1] BETWEEN p_min AND p_max
+           AND batch[cardinality(batch)] BETWEEN p_min AND p_max
+           AND (last_out IS NULL OR CASE WHEN up THEN batch[1] > last_out ELSE batch[1] < last_out END) THEN
+            vals := vals || batch;
+            last_out := batch[cardinality(batch)];
+        ELSE
+            -- Keep each value past the last one kept; a value not past it was moved back
+            -- (it may have been handed out before): skip it and repair before drawing more.
+            FOREACH v IN ARRAY batch LOOP
+                IF v BETWEEN p_min AND p_max
+                   AND (last_out IS NULL OR CASE WHEN up THEN v > last_out ELSE v < last_out END) THEN
+                    vals := vals || v;
+                    last_out := v;
+                ELSIF (CASE WHEN up THEN v > p_max ELSE v < p_min END) THEN
+                    -- Beyond the range's end (its sequence's bounds were widened): not ours.
+                    ended := true;
+                    EXIT;
+                ELSE
+                    stale := coalesce(stale, v);
+                END IF;
+            END LOOP;
+        END IF;
+        EXIT WHEN ended;
+    END LOOP;
+
+    -- Roll over as soon as the last value is out, so the registry never shows an active
+    -- range with nothing left.
+    IF NOT ended AND last_out IS NOT NULL THEN
+        ended := CASE WHEN up THEN last_out::numeric + p_step > range_end
+                      ELSE last_out::numeric + p_step < range_end END;
+    END IF;
+END
 $$;
 
 --
@@ -156,146 +273,6 @@ BEGIN
 END;
 $$;
 
---
--- Name: draw_runs(integer, integer, regclass, bigint, bigint, bigint, bigint, bigint, bigint, bigint, bigint, bigint); Type: FUNCTION; Schema: seqvend; Owner: -
---
-
-CREATE FUNCTION seqvend.draw_runs(p_sequence integer, p_range integer, p_seq regclass, p_min bigint, p_max bigint, p_start bigint, p_increment bigint, p_step bigint, p_seq_min bigint, p_seq_max bigint, p_mark bigint, p_wanted bigint, OUT firsts bigint[], OUT lasts bigint[], OUT steps bigint[], OUT taken bigint, OUT ended boolean, OUT note text) RETURNS record
-    LANGUAGE plpgsql
-    AS $$
-DECLARE
-    up        boolean := p_increment > 0;
-    range_end bigint;
-    last_out  bigint := p_mark;
-    last_val  bigint;
-    next_val  numeric;
-    room      numeric;
-    k         bigint;
-    batch     bigint[];
-    stale     numeric;
-    repairs   integer := 0;
-    tried     boolean := false;
-    locked    boolean := false;
-    n         integer;
-    v         bigint;
-BEGIN
-    firsts := '{}';
-    lasts := '{}';
-    steps := '{}';
-    taken := 0;
-    ended := false;
-    WHILE taken < p_wanted LOOP
-        IF NOT tried AND p_wanted - taken > 64 THEN
-            -- Tried once per draw: a lock not had in time is not waited for again.
-            tried := true;
-            locked := seqvend.lock_range_sequence(p_seq, '20ms');
-            IF locked THEN
-                -- What a DBA committed before the lock came is seen now, and nothing moves
-                -- until commit.
-                SELECT ps.seqincrement, ps.seqmin, ps.seqmax INTO p_step, p_seq_min, p_seq_max
-                  FROM pg_catalog.pg_sequence ps WHERE ps.seqrelid = p_seq;
-            END IF;
-        END IF;
-        IF (p_step > 0) <> up THEN
-            RAISE EXCEPTION 'sequence % counts by % but its range counts by %: restore its '
-                            'INCREMENT BY', p_seq, p_step, p_increment;
-        END IF;
-        -- The last value the range can give: its own end or the sequence's, the nearer.
-        range_end := CASE WHEN up THEN least(p_max, p_seq_max) ELSE greatest(p_min, p_seq_min) END;
-        IF stale IS NOT NULL THEN
-            repairs := repairs + 1;
-            IF repairs > 2 THEN
-                RAISE EXCEPTION 'sequence % keeps moving back behind %, the last value seqvend '
-                                'handed out from it', p_seq, last_out;
-            END IF;
-            note := nullif(concat_ws('; ', note,
-                                     seqvend.repair_rewind(p_sequence, p_range, p_seq, p_min,
-                                                           p_max, p_start, p_step, last_out,
-                                                           stale)), '');
-            stale := NULL;
-        END IF;
-        -- NULL after a restart (RESTART, setval(…, false)): the next value is then unknown,
-        -- so draw a single one to learn where the sequence stands.
-        last_val := pg_sequence_last_value(p_seq);
-        IF last_val IS NULL THEN
-            k := 1;
-            room := 1;
-        ELSE
-            next_val := last_val::numeric + p_step;
-            IF NOT (CASE WHEN up THEN next_val >= p_min ELSE next_val <= p_max END)
-               OR (last_out IS NOT NULL
-                   AND NOT (CASE WHEN up THEN next_val > last_out ELSE next_val < last_out END)) THEN
-                stale := next_val;
-                CONTINUE;
-            END IF;
-            room := CASE WHEN up THEN floor((range_end - next_val) / p_step) + 1
-                         ELSE floor((next_val - range_end) / -p_step) + 1 END;
-            IF room <= 0 THEN
-                ended := true;
-                EXIT;
-            END IF;
-            k := least(room, p_wanted - taken);
-            IF locked AND k > 1 THEN
-                -- The block: next_val is inside the range and past the mark (checked above),
-                -- and its last value is within range_end (room), so every value between is.
-                v := (next_val + (k - 1) * p_step)::bigint;
-                PERFORM setval(p_seq, v, true);
-                SELECT r.firsts, r.lasts, r.steps INTO firsts, lasts, steps
-                  FROM seqvend.runs_join(firsts, lasts, steps, ARRAY[next_val::bigint],
-                                         ARRAY[v], ARRAY[p_step]) AS r;
-                taken := taken + k;
-                last_out := v;
-                CONTINUE;
-            END IF;
-        END IF;
-        IF k < room THEN
-            batch := ARRAY(SELECT nextval(p_seq) FROM generate_series(1, k));
-        ELSE
-            batch := '{}';
-            BEGIN
-                FOR i IN 1 .. k LOOP
-                    batch := batch || nextval(p_seq);
-                END LOOP;
-            EXCEPTION WHEN sqlstate '2200H' THEN
-                -- The sequence's own bound: the values drawn before it are in `batch`.
-                ended := true;
-            END;
-        END IF;
-        -- Keep each value past the last one kept; a value not past it was moved back (it may
-        -- have been handed out before): skip it and repair before drawing more.
-        FOREACH v IN ARRAY batch LOOP
-            IF v BETWEEN p_min AND p_max
-               AND (last_out IS NULL OR CASE WHEN up THEN v > last_out ELSE v < last_out END) THEN
-                n := cardinality(firsts);
-                IF n > 0 AND steps[n] = p_step AND lasts[n]::numeric + p_step = v THEN
-                    lasts[n] := v;
-                ELSE
-                    firsts := firsts || v;
-                    lasts := lasts || v;
-                    steps := steps || p_step;
-                END IF;
-                taken := taken + 1;
-                last_out := v;
-            ELSIF (CASE WHEN up THEN v > p_max ELSE v < p_min END) THEN
-                -- Beyond the range's end (its sequence's bounds were widened): not ours.
-                ended := true;
-                EXIT;
-            ELSE
-                stale := coalesce(stale, v);
-            END IF;
-        END LOOP;
-        EXIT WHEN ended;
-    END LOOP;
-    -- Roll over as soon as the last value is out, so the registry never shows an active
-    -- range with nothing left.
-    IF NOT ended AND last_out IS NOT NULL THEN
-        range_end := CASE WHEN up THEN least(p_max, p_seq_max) ELSE greatest(p_min, p_seq_min) END;
-        ended := CASE WHEN up THEN last_out::numeric + p_step > range_end
-                      ELSE last_out::numeric + p_step < range_end END;
-    END IF;
-END
-$$;
-
 SET default_tablespace = '';
 
 SET default_table_access_method = heap;
@@ -334,7 +311,7 @@ $$;
 -- Name: lease(text, integer, text, text, interval); Type: FUNCTION; Schema: seqvend; Owner: -
 --
 
-CREATE FUNCTION seqvend.lease(p_name text, p_count integer, p_kind text, p_holder text, p_ttl interval) RETURNS TABLE(outcome text, runs_first bigint[], runs_last bigint[], value_count bigint, detail text, lease_id bigint, expires_at timestamp with time zone, increment bigint)
+CREATE FUNCTION seqvend.lease(p_name text, p_count integer, p_kind text, p_holder text, p_ttl interval) RETURNS TABLE(outcome text, vals bigint[], detail text, lease_id bigint, expires_at timestamp with time zone, increment bigint)
     LANGUAGE plpgsql
     AS $$
 DECLARE
@@ -342,19 +319,15 @@ DECLARE
 BEGIN
     -- The lease row and the draw's mark must survive a crash before any value leaves.
     PERFORM set_config('synchronous_commit', 'on', true);
-    SELECT v.outcome, v.firsts, v.lasts, v.steps, v.detail INTO drawn
-      FROM seqvend.vend_runs(ARRAY[p_name], ARRAY[p_count]) AS v;
+    SELECT v.outcome, v.vals, v.detail INTO drawn
+      FROM seqvend.vend(ARRAY[p_name], ARRAY[p_count]) AS v;
     outcome := drawn.outcome;
+    vals := drawn.vals;
     detail := drawn.detail;
-    value_count := 0;
     SELECT s.increment INTO increment FROM seqvend.sequences s WHERE s.name = p_name;
-    IF drawn.outcome = 'ok' THEN
-        SELECT b.runs_first, b.runs_last, b.value_count INTO runs_first, runs_last, value_count
-          FROM seqvend.runs_as_blocks(drawn.firsts, drawn.lasts, drawn.steps, increment) AS b;
-    END IF;
-    IF value_count > 0 THEN
+    IF drawn.outcome = 'ok' AND cardinality(drawn.vals) > 0 THEN
         INSERT INTO seqvend.leases AS l (sequence_id, kind, holder, value_count, expires_at)
-        SELECT s.id, p_kind, p_holder, value_count, now() + p_ttl
+        SELECT s.id, p_kind, p_holder, cardinality(drawn.vals), now() + p_ttl
           FROM seqvend.sequences s WHERE s.name = p_name
         RETURNING l.id, l.expires_at INTO lease_id, expires_at;
     END IF;
@@ -366,7 +339,7 @@ $$;
 -- Name: lease_keyed(text, integer, text, text, interval, text, text, text, interval); Type: FUNCTION; Schema: seqvend; Owner: -
 --
 
-CREATE FUNCTION seqvend.lease_keyed(p_name text, p_count integer, p_kind text, p_holder text, p_ttl interval, p_owner text, p_key text, p_request text, p_key_ttl interval) RETURNS TABLE(outcome text, runs_first bigint[], runs_last bigint[], value_count bigint, detail text, lease_id bigint, expires_at timestamp with time zone, increment bigint)
+CREATE FUNCTION seqvend.lease_keyed(p_name text, p_count integer, p_kind text, p_holder text, p_ttl interval, p_owner text, p_key text, p_request text, p_key_ttl interval) RETURNS TABLE(outcome text, vals bigint[], detail text, lease_id bigint, expires_at timestamp with time zone, increment bigint, runs_first bigint[], runs_last bigint[])
     LANGUAGE plpgsql
     AS $$
 DECLARE
@@ -380,9 +353,7 @@ BEGIN
     IF NOT FOUND THEN
         SELECT * INTO drawn FROM seqvend.lease(p_name, p_count, p_kind, p_holder, p_ttl);
         outcome := drawn.outcome;
-        runs_first := drawn.runs_first;
-        runs_last := drawn.runs_last;
-        value_count := drawn.value_count;
+        vals := drawn.vals;
         detail := drawn.detail;
         lease_id := drawn.lease_id;
         expires_at := drawn.expires_at;
@@ -390,9 +361,12 @@ BEGIN
             RETURN NEXT;
             RETURN;
         END IF;
+        SELECT r.runs_first, r.runs_last INTO runs_first, runs_last
+          FROM seqvend.lease_runs(drawn.vals, increment) AS r;
         IF seqvend.store_answer(p_owner, p_key, p_request,
-                                CASE WHEN value_count > 0 THEN 200 ELSE 409 END::smallint,
-                                NULL, runs_first, runs_last, drawn.expires_at, p_key_ttl) THEN
+                                CASE WHEN cardinality(drawn.vals) > 0 THEN 200 ELSE 409 END::smallint,
+                                NULL, coalesce(runs_first, '{}'), coalesce(runs_last, '{}'),
+                                drawn.expires_at, p_key_ttl) THEN
             RETURN NEXT;
             RETURN;
         END IF;
@@ -400,12 +374,12 @@ BEGIN
         SELECT * INTO known FROM seqvend.idempotent_answer(p_owner, p_key);
     END IF;
     outcome := CASE WHEN known.request = p_request THEN 'replayed' ELSE 'key_reused' END;
+    vals := NULL;
     detail := known.status::text;
     lease_id := NULL;
     expires_at := known.lease_expires_at;
     runs_first := known.runs_first;
     runs_last := known.runs_last;
-    value_count := NULL;
     RETURN NEXT;
 END
 $$;
@@ -427,32 +401,6 @@ CREATE FUNCTION seqvend.lease_runs(p_vals bigint[], p_increment bigint, OUT runs
                                              = p_increment THEN 0 ELSE 1 END AS starts
                               FROM unnest(p_vals) WITH ORDINALITY AS u(v, n)) AS a) AS b
              GROUP BY b.run) AS r
-$$;
-
---
--- Name: lock_range_sequence(regclass, text); Type: FUNCTION; Schema: seqvend; Owner: -
---
-
-CREATE FUNCTION seqvend.lock_range_sequence(p_seq regclass, p_wait text) RETURNS boolean
-    LANGUAGE plpgsql
-    AS $$
-DECLARE
-    outer_wait text := current_setting('lock_timeout');
-BEGIN
-    IF NOT pg_has_role((SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid = p_seq),
-                       'USAGE') THEN
-        RETURN false;
-    END IF;
-    PERFORM set_config('lock_timeout', p_wait, true);
-    BEGIN
-        EXECUTE format('ALTER SEQUENCE %s NO CYCLE', p_seq);
-    EXCEPTION WHEN lock_not_available THEN
-        PERFORM set_config('lock_timeout', outer_wait, true);
-        RETURN false;
-    END;
-    PERFORM set_config('lock_timeout', outer_wait, true);
-    RETURN true;
-END
 $$;
 
 --
@@ -626,68 +574,6 @@ END
 $$;
 
 --
--- Name: run_values(bigint[], bigint[], bigint[]); Type: FUNCTION; Schema: seqvend; Owner: -
---
-
-CREATE FUNCTION seqvend.run_values(p_firsts bigint[], p_lasts bigint[], p_steps bigint[]) RETURNS bigint[]
-    LANGUAGE plpgsql IMMUTABLE
-    AS $$
-BEGIN
-    IF cardinality(p_firsts) = 1 AND p_firsts[1] = p_lasts[1] THEN
-        RETURN ARRAY[p_firsts[1]];
-    END IF;
-    RETURN (SELECT coalesce(array_agg(v.v ORDER BY u.n, v.k), '{}')
-              FROM unnest(p_firsts, p_lasts, p_steps) WITH ORDINALITY AS u(f, l, s, n),
-                   generate_series(u.f, u.l, u.s) WITH ORDINALITY AS v(v, k));
-END
-$$;
-
---
--- Name: runs_as_blocks(bigint[], bigint[], bigint[], bigint); Type: FUNCTION; Schema: seqvend; Owner: -
---
-
-CREATE FUNCTION seqvend.runs_as_blocks(p_firsts bigint[], p_lasts bigint[], p_steps bigint[], p_increment bigint, OUT runs_first bigint[], OUT runs_last bigint[], OUT value_count bigint) RETURNS record
-    LANGUAGE sql IMMUTABLE
-    AS $$
-    SELECT coalesce(array_agg(b.f ORDER BY b.n, b.k), '{}'),
-           coalesce(array_agg(b.l ORDER BY b.n, b.k), '{}'),
-           coalesce(sum((b.l::numeric - b.f) / p_increment + 1), 0)::bigint
-      FROM (SELECT u.n, 0::bigint AS k, u.f, u.l
-              FROM unnest(p_firsts, p_lasts, p_steps) WITH ORDINALITY AS u(f, l, s, n)
-             WHERE u.s = p_increment
-            UNION ALL
-            SELECT u.n, g.k, g.v, g.v
-              FROM unnest(p_firsts, p_lasts, p_steps) WITH ORDINALITY AS u(f, l, s, n),
-                   generate_series(u.f, u.l, u.s) WITH ORDINALITY AS g(v, k)
-             WHERE u.s <> p_increment) AS b
-$$;
-
---
--- Name: runs_join(bigint[], bigint[], bigint[], bigint[], bigint[], bigint[]); Type: FUNCTION; Schema: seqvend; Owner: -
---
-
-CREATE FUNCTION seqvend.runs_join(INOUT firsts bigint[], INOUT lasts bigint[], INOUT steps bigint[], p_firsts bigint[], p_lasts bigint[], p_steps bigint[]) RETURNS record
-    LANGUAGE plpgsql IMMUTABLE
-    AS $$
-DECLARE
-    n integer := cardinality(firsts);
-BEGIN
-    IF cardinality(p_firsts) = 0 THEN
-        RETURN;
-    END IF;
-    IF n > 0 AND steps[n] = p_steps[1] AND lasts[n]::numeric + p_steps[1] = p_firsts[1] THEN
-        lasts[n] := p_lasts[1];
-        p_firsts := p_firsts[2:];
-        p_lasts := p_lasts[2:];
-        p_steps := p_steps[2:];
-    END IF;
-    firsts := firsts || p_firsts;
-    lasts := lasts || p_lasts;
-    steps := steps || p_steps;
-END
-$$;
-
---
 -- Name: span(bigint, bigint); Type: FUNCTION; Schema: seqvend; Owner: -
 --
 
@@ -782,12 +668,122 @@ $$;
 CREATE FUNCTION seqvend.vend(p_names text[], p_counts integer[]) RETURNS TABLE(requests integer[], outcome text, vals bigint[], detail text)
     LANGUAGE plpgsql
     AS $$
+DECLARE
+    batch_locked boolean := true;
+    locked       integer[];
+    prelocked    integer[];
+    cur          record;
+    answer       seqvend.vend_answer;
+    answers      seqvend.vend_answer[] := '{}';
+    mark_ranges  integer[] := '{}';
+    mark_values  bigint[] := '{}';
+    mark_up      boolean[] := '{}';
+    written      integer[] := '{}';
 BEGIN
-    RETURN QUERY
-    SELECT v.requests, v.outcome,
-           CASE WHEN v.firsts IS NOT NULL THEN seqvend.run_values(v.firsts, v.lasts, v.steps) END,
-           v.detail
-      FROM seqvend.vend_runs(p_names, p_counts) AS v;
+    PERFORM set_config('synchronous_commit', 'on', true);
+    -- Short: a lock held longer than this by someone else (a DBA's open ALTER SEQUENCE, a
+    -- row left locked) fails the one sequence that needs it, not the batch. The session's
+    -- seqvend.lock_timeout (milliseconds, SEQVEND_LOCK_TIMEOUT_MS) if set, else 200 ms.
+    PERFORM set_config('lock_timeout',
+                       coalesce(nullif(current_setting('seqvend.lock_timeout', true), ''), '200'),
+                       true);
+
+    -- 1. Lock the batch. In name order, take each named sequence's lock shared (vends do not
+    --    block each other, but a retirement or a new range waits for the vends in flight, and
+    --    they for it), then its active range's lock exclusively (one draw per range at a
+    --    time). Should one not come within lock_timeout, this is undone and each sequence
+    --    takes its own locks below, in the same order, in its own exception block.
+    BEGIN
+        SELECT array_agg(l.id), array_agg(l.range_id) INTO locked, prelocked
+          FROM (SELECT s.id, s.range_id,
+                       pg_advisory_xact_lock_shared(1398166353, s.id),
+                       CASE WHEN s.range_id IS NOT NULL
+                            THEN pg_advisory_xact_lock(1398166087, s.range_id) END
+                  FROM (SELECT q.id, r.id AS range_id
+                          FROM seqvend.sequences q
+                          LEFT JOIN seqvend.ranges r ON r.sequence_id = q.id AND r.status = 'active'
+                         WHERE q.name = ANY (p_names) ORDER BY q.name) AS s) AS l;
+    EXCEPTION WHEN lock_not_available OR deadlock_detected THEN
+        batch_locked := false;
+        prelocked := '{}';
+    END;
+
+    -- 2. Draw for each sequence. A new statement takes a new snapshot: it sees what committed
+    --    while this session waited for the locks, so the marks it reads are current for the
+    --    ranges locked above.
+    FOR cur IN
+        SELECT g.name, g.requests, g.total,
+               s.id AS sequence_id, s.status, s.increment,
+               r.id AS range_id, r.pg_sequence, r.min_value, r.max_value, r.start_value,
+               r.high_water, ps.seqincrement, ps.seqmin, ps.seqmax
+          FROM (SELECT u.name,
+                       array_agg(u.ord::integer ORDER BY u.ord) AS requests,
+                       sum(u.cnt) AS total
+                  FROM unnest(p_names, p_counts) WITH ORDINALITY AS u(name, cnt, ord)
+                 GROUP BY u.name) AS g
+          LEFT JOIN seqvend.sequences s
+                 ON s.name = g.name AND (NOT batch_locked OR s.id = ANY (locked))
+          LEFT JOIN seqvend.ranges r ON r.sequence_id = s.id AND r.status = 'active'
+          LEFT JOIN pg_catalog.pg_sequence ps ON ps.seqrelid = r.pg_sequence
+         ORDER BY g.name COLLATE "C"
+    LOOP
+        IF cur.sequence_id IS NULL OR cur.status = 'retired' THEN
+            answer := ROW(cur.requests, CASE WHEN cur.sequence_id IS NULL THEN 'not_found'
+                                             ELSE 'retired' END, NULL, NULL, '{}', '{}');
+            answers := answers || answer;
+            CONTINUE;
+        END IF;
+
+        FOR attempt IN 1 .. 2 LOOP
+            BEGIN
+                answer := seqvend.vend_sequence(
+                    cur.sequence_id, cur.increment, cur.total, batch_locked,
+                    CASE WHEN attempt = 1 THEN prelocked ELSE '{}' END, attempt = 1,
+                    cur.range_id, cur.pg_sequence, cur.min_value, cur.max_value,
+                    cur.start_value, cur.high_water, cur.seqincrement, cur.seqmin, cur.seqmax);
+                EXIT;
+            EXCEPTION
+                -- Whatever this sequence did is undone (values it drew are gaps); the other
+                -- sequences of the statement go on.
+                WHEN sqlstate '2200H' THEN
+                    -- nextval met the sequence's own bound after the room was read: someone
+                    -- drew its last values, or narrowed its MAXVALUE while this statement
+                    -- waited. Once more from a fresh read, where draw() handles the end.
+                    answer := ROW(NULL, 'unavailable', NULL, SQLERRM, '{}', '{}');
+                WHEN lock_not_available OR deadlock_detected OR serialization_failure THEN
+                    answer := ROW(NULL, 'unavailable', NULL, SQLERRM, '{}', '{}');
+                    EXIT;
+                WHEN OTHERS THEN
+                    answer := ROW(NULL, 'failed', NULL, SQLERRM, '{}', '{}');
+                    EXIT;
+            END;
+        END LOOP;
+        answer.requests := cur.requests;
+        answers := answers || answer;
+        mark_ranges := mark_ranges || answer.ranges;
+        mark_values := mark_values || answer.marks;
+        mark_up := mark_up || array_fill(cur.increment > 0, ARRAY[cardinality(answer.ranges)]);
+    END LOOP;
+
+    -- 3. The marks, in one statement for the whole batch.
+    IF cardinality(mark_ranges) > 0 THEN
+        written := seqvend.write_marks(mark_ranges, mark_values, mark_up);
+    END IF;
+
+    -- 4. The answers. A sequence whose mark could not be written (its range's row was held
+    --    by another session) hands nothing out: its values become gaps.
+    FOREACH answer IN ARRAY answers LOOP
+        requests := answer.requests;
+        outcome := answer.outcome;
+        vals := answer.vals;
+        detail := answer.detail;
+        IF outcome = 'ok' AND NOT (answer.ranges <@ written) THEN
+            outcome := 'unavailable';
+            vals := NULL;
+            detail := 'the registry row of one of its ranges is locked by another session';
+        END IF;
+        RETURN NEXT;
+    END LOOP;
 END
 $$;
 
@@ -887,149 +883,14 @@ END
 $$;
 
 --
--- Name: vend_runs(text[], integer[]); Type: FUNCTION; Schema: seqvend; Owner: -
+-- Name: vend_sequence(integer, bigint, bigint, boolean, integer[], boolean, integer, regclass, bigint, bigint, bigint, bigint, bigint, bigint, bigint); Type: FUNCTION; Schema: seqvend; Owner: -
 --
 
-CREATE FUNCTION seqvend.vend_runs(p_names text[], p_counts integer[]) RETURNS TABLE(requests integer[], outcome text, firsts bigint[], lasts bigint[], steps bigint[], detail text)
+CREATE FUNCTION seqvend.vend_sequence(p_sequence integer, p_increment bigint, p_wanted bigint, p_sequence_locked boolean, p_locked integer[], p_fast boolean, p_range integer, p_seq regclass, p_min bigint, p_max bigint, p_start bigint, p_mark bigint, p_step bigint, p_seq_min bigint, p_seq_max bigint) RETURNS seqvend.vend_answer
     LANGUAGE plpgsql
     AS $$
 DECLARE
-    batch_locked boolean := true;
-    locked       integer[];
-    prelocked    integer[];
-    cur          record;
-    answer       seqvend.vend_runs_answer;
-    answers      seqvend.vend_runs_answer[] := '{}';
-    mark_ranges  integer[] := '{}';
-    mark_values  bigint[] := '{}';
-    mark_up      boolean[] := '{}';
-    written      integer[] := '{}';
-BEGIN
-    PERFORM set_config('synchronous_commit', 'on', true);
-    -- Short: a lock held longer than this by someone else (a DBA's open ALTER SEQUENCE, a
-    -- row left locked) fails the one sequence that needs it, not the batch. The session's
-    -- seqvend.lock_timeout (milliseconds, SEQVEND_LOCK_TIMEOUT_MS) if set, else 200 ms.
-    PERFORM set_config('lock_timeout',
-                       coalesce(nullif(current_setting('seqvend.lock_timeout', true), ''), '200'),
-                       true);
-
-    -- 1. Lock the batch. In name order, take each named sequence's lock shared (vends do not
-    --    block each other, but a retirement or a new range waits for the vends in flight, and
-    --    they for it), then its active range's lock exclusively (one draw per range at a
-    --    time). Should one not come within lock_timeout, this is undone and each sequence
-    --    takes its own locks below, in the same order, in its own exception block.
-    BEGIN
-        SELECT array_agg(l.id), array_agg(l.range_id) INTO locked, prelocked
-          FROM (SELECT s.id, s.range_id,
-                       pg_advisory_xact_lock_shared(1398166353, s.id),
-                       CASE WHEN s.range_id IS NOT NULL
-                            THEN pg_advisory_xact_lock(1398166087, s.range_id) END
-                  FROM (SELECT q.id, r.id AS range_id
-                          FROM seqvend.sequences q
-                          LEFT JOIN seqvend.ranges r ON r.sequence_id = q.id AND r.status = 'active'
-                         WHERE q.name = ANY (p_names) ORDER BY q.name) AS s) AS l;
-    EXCEPTION WHEN lock_not_available OR deadlock_detected THEN
-        batch_locked := false;
-        prelocked := '{}';
-    END;
-
-    -- 2. Draw for each sequence. A new statement takes a new snapshot: it sees what committed
-    --    while this session waited for the locks, so the marks it reads are current for the
-    --    ranges locked above.
-    FOR cur IN
-        SELECT g.name, g.requests, g.total,
-               s.id AS sequence_id, s.status, s.increment,
-               r.id AS range_id, r.pg_sequence, r.min_value, r.max_value, r.start_value,
-               r.high_water, ps.seqincrement, ps.seqmin, ps.seqmax
-          FROM (SELECT u.name,
-                       array_agg(u.ord::integer ORDER BY u.ord) AS requests,
-                       sum(u.cnt) AS total
-                  FROM unnest(p_names, p_counts) WITH ORDINALITY AS u(name, cnt, ord)
-                 GROUP BY u.name) AS g
-          LEFT JOIN seqvend.sequences s
-                 ON s.name = g.name AND (NOT batch_locked OR s.id = ANY (locked))
-          LEFT JOIN seqvend.ranges r ON r.sequence_id = s.id AND r.status = 'active'
-          LEFT JOIN pg_catalog.pg_sequence ps ON ps.seqrelid = r.pg_sequence
-         ORDER BY g.name COLLATE "C"
-    LOOP
-        IF cur.sequence_id IS NULL OR cur.status = 'retired' THEN
-            answer := ROW(cur.requests, CASE WHEN cur.sequence_id IS NULL THEN 'not_found'
-                                             ELSE 'retired' END, NULL, NULL, NULL, 0, NULL,
-                          '{}', '{}');
-            answers := answers || answer;
-            CONTINUE;
-        END IF;
-
-        FOR attempt IN 1 .. 2 LOOP
-            BEGIN
-                answer := seqvend.vend_sequence_runs(
-                    cur.sequence_id, cur.increment, cur.total, batch_locked,
-                    CASE WHEN attempt = 1 THEN prelocked ELSE '{}' END, attempt = 1,
-                    cur.range_id, cur.pg_sequence, cur.min_value, cur.max_value,
-                    cur.start_value, cur.high_water, cur.seqincrement, cur.seqmin, cur.seqmax);
-                EXIT;
-            EXCEPTION
-                -- Whatever this sequence did is undone (values it drew are gaps); the other
-                -- sequences of the statement go on.
-                WHEN sqlstate '2200H' THEN
-                    -- nextval met the sequence's own bound after the room was read: someone
-                    -- drew its last values, or narrowed its MAXVALUE while this statement
-                    -- waited. Once more from a fresh read, where draw() handles the end.
-                    answer := ROW(NULL, 'unavailable', NULL, NULL, NULL, 0, SQLERRM, '{}', '{}');
-                WHEN lock_not_available OR deadlock_detected OR serialization_failure THEN
-                    answer := ROW(NULL, 'unavailable', NULL, NULL, NULL, 0, SQLERRM, '{}', '{}');
-                    EXIT;
-                WHEN OTHERS THEN
-                    answer := ROW(NULL, 'failed', NULL, NULL, NULL, 0, SQLERRM, '{}', '{}');
-                    EXIT;
-            END;
-        END LOOP;
-        answer.requests := cur.requests;
-        answers := answers || answer;
-        mark_ranges := mark_ranges || answer.ranges;
-        mark_values := mark_values || answer.marks;
-        mark_up := mark_up || array_fill(cur.increment > 0, ARRAY[cardinality(answer.ranges)]);
-    END LOOP;
-
-    -- 3. The marks, in one statement for the whole batch.
-    IF cardinality(mark_ranges) > 0 THEN
-        written := seqvend.write_marks(mark_ranges, mark_values, mark_up);
-    END IF;
-
-    -- 4. The answers. A sequence whose mark could not be written (its range's row was held
-    --    by another session) hands nothing out: its values become gaps.
-    FOREACH answer IN ARRAY answers LOOP
-        requests := answer.requests;
-        outcome := answer.outcome;
-        firsts := answer.firsts;
-        lasts := answer.lasts;
-        steps := answer.steps;
-        detail := answer.detail;
-        IF outcome = 'ok' AND NOT (answer.ranges <@ written) THEN
-            outcome := 'unavailable';
-            firsts := NULL;
-            lasts := NULL;
-            steps := NULL;
-            detail := 'the registry row of one of its ranges is locked by another session';
-        END IF;
-        RETURN NEXT;
-    END LOOP;
-END
-$$;
-
---
--- Name: vend_sequence_runs(integer, bigint, bigint, boolean, integer[], boolean, integer, regclass, bigint, bigint, bigint, bigint, bigint, bigint, bigint); Type: FUNCTION; Schema: seqvend; Owner: -
---
-
-CREATE FUNCTION seqvend.vend_sequence_runs(p_sequence integer, p_increment bigint, p_wanted bigint, p_sequence_locked boolean, p_locked integer[], p_fast boolean, p_range integer, p_seq regclass, p_min bigint, p_max bigint, p_start bigint, p_mark bigint, p_step bigint, p_seq_min bigint, p_seq_max bigint) RETURNS seqvend.vend_runs_answer
-    LANGUAGE plpgsql
-    AS $$
-DECLARE
-    answer   seqvend.vend_runs_answer := ROW(NULL, 'ok', '{}', '{}', '{}', 0, NULL, '{}', '{}');
-    firsts   bigint[] := '{}';
-    lasts    bigint[] := '{}';
-    steps    bigint[] := '{}';
-    got      bigint := 0;
+    answer   seqvend.vend_answer := ROW(NULL, 'ok', '{}', NULL, '{}', '{}');
     up       boolean := p_increment > 0;
     r_id     integer := p_range;
     r_seq    regclass := p_seq;
@@ -1046,7 +907,6 @@ DECLARE
     taken    bigint;
     last_val bigint;
     next_val numeric;
-    n        integer;
     v        bigint;
 BEGIN
     IF NOT p_sequence_locked THEN
@@ -1057,7 +917,7 @@ BEGIN
           FROM seqvend.sequences s WHERE s.id = p_sequence;
         IF r_status = 'retired' THEN
             answer.outcome := 'retired';
-            answer.firsts := NULL;
+            answer.vals := NULL;
             RETURN answer;
         END IF;
     END IF;
@@ -1082,10 +942,12 @@ BEGIN
             RAISE EXCEPTION 'the PostgreSQL sequence of range % is missing', r_id;
         END IF;
 
-        -- The common case, inline (see vend_sequence): nextval as plain expressions, each
-        -- value checked as it comes; the first that is not past the one before or not inside
-        -- the range ends this path, is dropped, and draw_runs() takes over.
-        need := p_wanted - got;
+        -- The common case, inline: the sequence stands past the mark, inside the range, with
+        -- room to spare and the increment seqvend expects. nextval as plain expressions (no
+        -- SQL statement), each value checked as it comes; the first that is not past the one
+        -- before (a rewind meanwhile) or not inside the range (its bounds altered) ends this
+        -- path, is dropped, and draw() takes over from the last value kept.
+        need := p_wanted - cardinality(answer.vals);
         taken := 0;
         IF p_fast AND need <= 64 AND (s_step > 0) = up THEN
             last_val := pg_sequence_last_value(r_seq);
@@ -1098,20 +960,12 @@ BEGIN
                     v := nextval(r_seq);
                     EXIT WHEN NOT (v BETWEEN r_min AND r_max
                                    AND (r_mark IS NULL OR (CASE WHEN up THEN v > r_mark ELSE v < r_mark END)));
-                    n := cardinality(firsts);
-                    IF n > 0 AND steps[n] = s_step AND lasts[n]::numeric + s_step = v THEN
-                        lasts[n] := v;
-                    ELSE
-                        firsts := firsts || v;
-                        lasts := lasts || v;
-                        steps := steps || s_step;
-                    END IF;
+                    answer.vals := answer.vals || v;
                     r_mark := v;
                     taken := taken + 1;
                 END LOOP;
             END IF;
         END IF;
-        got := got + taken;
         IF taken > 0 THEN
             answer.ranges := answer.ranges || r_id;
             answer.marks := answer.marks || r_mark;
@@ -1119,30 +973,24 @@ BEGIN
         -- Room was left after the last value: the range is not used up.
         EXIT WHEN taken = need;
 
-        res := seqvend.draw_runs(p_sequence, r_id, r_seq, r_min, r_max, r_start, p_increment,
-                                 s_step, s_min, s_max, r_mark, p_wanted - got);
+        res := seqvend.draw(p_sequence, r_id, r_seq, r_min, r_max, r_start, p_increment,
+                            s_step, s_min, s_max, r_mark, p_wanted - cardinality(answer.vals));
+        answer.vals := answer.vals || res.vals;
         answer.detail := nullif(concat_ws('; ', answer.detail, res.note), '');
-        IF res.taken > 0 THEN
-            SELECT j.firsts, j.lasts, j.steps INTO firsts, lasts, steps
-              FROM seqvend.runs_join(firsts, lasts, steps, res.firsts, res.lasts, res.steps) AS j;
-            got := got + res.taken;
+        IF cardinality(res.vals) > 0 THEN
             -- The same range as the fast path's, perhaps: folded by the caller.
             answer.ranges := answer.ranges || r_id;
-            answer.marks := answer.marks || res.lasts[cardinality(res.lasts)];
+            answer.marks := answer.marks || res.vals[cardinality(res.vals)];
         END IF;
         EXIT WHEN NOT res.ended;
 
         -- Used up: roll over at once, and continue from the next range if more values are
         -- wanted.
         PERFORM seqvend.roll_over(p_sequence, r_id);
-        EXIT WHEN got >= p_wanted;
+        EXIT WHEN cardinality(answer.vals) >= p_wanted;
         r_id := (SELECT r.id FROM seqvend.ranges r
                   WHERE r.sequence_id = p_sequence AND r.status = 'active');
     END LOOP;
-    answer.firsts := firsts;
-    answer.lasts := lasts;
-    answer.steps := steps;
-    answer.taken := got;
     RETURN answer;
 END
 $$;

@@ -18,14 +18,13 @@ use crate::domain::SequenceName;
 use crate::idempotency::IdempotencyKey;
 use crate::metrics::Metrics;
 
-/// The values come back as blocks (runs of the sequence's increment), whatever their number.
-const LEASE_SQL: &str = "SELECT outcome, value_count, detail, lease_id, \
-     (extract(epoch FROM expires_at) * 1000)::int8 AS expires_ms, increment, runs_first, runs_last \
+const LEASE_SQL: &str = "SELECT outcome, vals, detail, lease_id, \
+     (extract(epoch FROM expires_at) * 1000)::int8 AS expires_ms, increment \
      FROM seqvend.lease($1, $2, $3, $4, make_interval(secs => $5))";
 
 /// The same, for a lease sent with an idempotency key: its answer (blocks as runs) is stored
 /// with the draw, or replayed if the key has one.
-const LEASE_KEYED_SQL: &str = "SELECT outcome, value_count, detail, lease_id, \
+const LEASE_KEYED_SQL: &str = "SELECT outcome, vals, detail, lease_id, \
      (extract(epoch FROM expires_at) * 1000)::int8 AS expires_ms, increment, runs_first, runs_last \
      FROM seqvend.lease_keyed($1, $2, $3, $4, make_interval(secs => $5), $6, $7, $8, \
                               make_interval(secs => $9))";
@@ -188,22 +187,17 @@ async fn run_lease(
     }
 }
 
-/// A lease's blocks from the runs of its row (columns 5, 6 and 7: increment, firsts, lasts).
-fn blocks_of(row: &Row) -> anyhow::Result<Vec<Block>> {
+/// The stored answer of a keyed lease, rebuilt from its runs.
+fn replayed(row: &Row, detail: Option<&str>) -> anyhow::Result<Leased> {
     let increment: i64 = row.get(5);
     let firsts: Vec<i64> = row.get::<_, Option<Vec<i64>>>(6).unwrap_or_default();
     let lasts: Vec<i64> = row.get::<_, Option<Vec<i64>>>(7).unwrap_or_default();
-    firsts
+    let blocks = firsts
         .into_iter()
         .zip(lasts)
         .map(|(first, last)| Block::new(first, last, increment))
         .collect::<Option<Vec<Block>>>()
-        .context("a lease's runs do not fit its increment")
-}
-
-/// The stored answer of a keyed lease, rebuilt from its runs.
-fn replayed(row: &Row, detail: Option<&str>) -> anyhow::Result<Leased> {
-    let blocks = blocks_of(row)?;
+        .context("a stored lease's runs do not fit its increment")?;
     let expires_ms: Option<i64> = row.get(4);
     let expires_at = expires_ms.and_then(DateTime::from_timestamp_millis);
     Ok(Leased::Replayed(LeaseReplay::of(
@@ -221,19 +215,15 @@ fn granted(
     sent_at: Instant,
 ) -> anyhow::Result<Leased> {
     let name = ask.name.as_str();
-    let count = u64::try_from(row.get::<_, i64>(1)).context("a negative value count")?;
+    let values: Vec<i64> = row.get(1);
     if let Some(repaired) = repaired {
         tracing::warn!(sequence = name, "{repaired}");
         metrics.sequence_repairs.with_label_values(&[name]).inc();
     }
-    if count == 0 {
+    if values.is_empty() {
         return Ok(Leased::Exhausted);
     }
-    let blocks = blocks_of(row)?;
-    anyhow::ensure!(
-        blocks.iter().map(Block::len).sum::<u64>() == count,
-        "a lease's blocks do not hold its value count"
-    );
+    let increment: i64 = row.get(5);
     let expires_ms: i64 = row.get(4);
     metrics
         .leases_granted
@@ -241,16 +231,16 @@ fn granted(
         .inc();
     if *ask.holder == Holder::Client {
         // A client's values have left; an instance's count when it hands them out.
-        metrics.count_vended(name, count);
+        metrics.count_vended(name, values.len() as u64);
     }
     Ok(Leased::Granted(Lease {
         id: row.get(3),
-        blocks,
-        count,
+        blocks: Block::runs_of(&values, increment),
+        count: values.len() as u64,
         expires_at: DateTime::from_timestamp_millis(expires_ms)
             .context("lease expiry out of range")?,
         sent_at,
-        clipped: count < u64::from(ask.count),
+        clipped: values.len() < ask.count as usize,
     }))
 }
 

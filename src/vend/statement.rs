@@ -3,7 +3,6 @@
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use seqvend_blocks::Block;
 use tokio_postgres::types::Type;
 use tokio_postgres::Row;
 
@@ -14,13 +13,12 @@ use crate::domain::SequenceName;
 use crate::idempotency::IdempotencyKey;
 use crate::metrics::Metrics;
 
-/// Values come back as runs (first, last, step): a block of any size costs three numbers.
-const VEND_SQL: &str = "SELECT requests, outcome, detail, firsts, lasts, steps \
-     FROM seqvend.vend_runs($1::text[], $2::int4[])";
+const VEND_SQL: &str =
+    "SELECT requests, outcome, vals, detail FROM seqvend.vend($1::text[], $2::int4[])";
 
 /// The same statement for a batch in which some requests carry an idempotency key: their
 /// answers are stored with the draw (see the idempotency migration).
-const VEND_KEYED_SQL: &str = "SELECT requests, outcome, detail, vals \
+const VEND_KEYED_SQL: &str = "SELECT requests, outcome, vals, detail \
      FROM seqvend.vend_keyed($1::text[], $2::int4[], $3::text[], $4::text[], $5::text[], \
                              make_interval(secs => $6))";
 
@@ -85,8 +83,7 @@ pub async fn vend(
     let names: Vec<&str> = asks.iter().map(|a| a.name.as_str()).collect();
     let counts: Vec<i32> = asks.iter().map(|a| a.count as i32).collect();
     let started = Instant::now();
-    let keyed = asks.iter().any(|a| a.key.is_some());
-    let rows = if keyed {
+    let rows = if asks.iter().any(|a| a.key.is_some()) {
         let field = |f: fn(&IdempotencyKey) -> &str| -> Vec<Option<&str>> {
             asks.iter().map(|a| a.key.map(f)).collect()
         };
@@ -115,33 +112,13 @@ pub async fn vend(
     metrics.vend_batch_requests.observe(asks.len() as f64);
 
     let mut outcomes = vec![Outcome::NotFound; asks.len()];
-    let values_of = if keyed { listed_values } else { run_values };
     for row in rows {
-        let (indexes, handed_out) = row_outcomes(&row, asks, metrics, values_of)?;
+        let (indexes, handed_out) = row_outcomes(&row, asks, metrics)?;
         for (index, outcome) in indexes.into_iter().zip(handed_out) {
             outcomes[index] = outcome;
         }
     }
     Ok(outcomes)
-}
-
-/// The values of a row of `vend_keyed` (every value listed, NULL when none).
-fn listed_values(row: &Row) -> anyhow::Result<Option<Vec<i64>>> {
-    Ok(row.get(3))
-}
-
-/// The values of a row of `vend_runs`, its runs expanded (NULL when none).
-fn run_values(row: &Row) -> anyhow::Result<Option<Vec<i64>>> {
-    let Some(firsts) = row.get::<_, Option<Vec<i64>>>(3) else {
-        return Ok(None);
-    };
-    let (lasts, steps): (Vec<i64>, Vec<i64>) = (row.get(4), row.get(5));
-    let mut values = Vec::new();
-    for ((first, last), step) in firsts.into_iter().zip(lasts).zip(steps) {
-        let run = Block::new(first, last, step).context("a run that does not fit its step")?;
-        values.extend((0..run.len()).filter_map(|i| run.value_at(i)));
-    }
-    Ok(Some(values))
 }
 
 /// What one row of the vend statement answers: the requests it is for (as indexes into
@@ -151,24 +128,23 @@ fn row_outcomes(
     row: &Row,
     asks: &[Ask<'_>],
     metrics: &Metrics,
-    values_of: fn(&Row) -> anyhow::Result<Option<Vec<i64>>>,
 ) -> anyhow::Result<(Vec<usize>, Vec<Outcome>)> {
     let indexes = request_indexes(row, asks.len())?;
     let name = asks[indexes[0]].name.as_str();
-    let detail: Option<String> = row.get(2);
+    let detail: Option<String> = row.get(3);
     let handed_out = match StatementOutcome::parse(row.get(1))? {
         StatementOutcome::Ok => {
             if let Some(repaired) = detail {
                 tracing::warn!(sequence = name, "{repaired}");
                 metrics.sequence_repairs.with_label_values(&[name]).inc();
             }
-            let values = values_of(row)?.unwrap_or_default();
+            let values: Vec<i64> = row.get(2);
             metrics.count_vended(name, values.len() as u64);
             let counts: Vec<u32> = indexes.iter().map(|&i| asks[i].count).collect();
             hand_out(values, &counts, Outcome::Values, Outcome::Exhausted)
         }
         StatementOutcome::Replayed => {
-            let replay = Replay::of(detail.as_deref(), values_of(row)?);
+            let replay = Replay::of(detail.as_deref(), row.get(2));
             vec![Outcome::Replayed(replay); indexes.len()]
         }
         StatementOutcome::KeyReused => vec![Outcome::KeyReused; indexes.len()],

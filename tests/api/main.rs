@@ -1,7 +1,6 @@
 //! seqvend's integration tests: real HTTP against real PostgreSQL clusters.
 
 mod api_reference;
-mod blocks;
 mod by_hand;
 mod caching;
 mod cli;
