@@ -41,7 +41,8 @@ pub struct OverviewQuery {
     /// contains this, ignoring case.
     #[param(max_length = 100)]
     q: Option<String>,
-    /// Rows to skip (default 0).
+    /// Rows to skip, 0–2147483647 (default 0).
+    #[param(minimum = 0, maximum = 2147483647)]
     offset: Option<u32>,
     /// Page size, 1–1000 (default 100).
     #[param(minimum = 1, maximum = 1000)]
@@ -116,7 +117,7 @@ pub async fn get(
         .collect();
     rows.sort_by(order(query.sort.unwrap_or_default()));
     let total = rows.len();
-    let offset = query.offset.unwrap_or(0);
+    let offset = page_offset(query.offset)?;
     let sequences = rows
         .into_iter()
         .skip(offset as usize)
@@ -216,4 +217,17 @@ fn order(sort: OverviewSort) -> impl Fn(&OverviewRow, &OverviewRow) -> Ordering 
         };
         first.then_with(|| a.name.cmp(&b.name))
     }
+}
+
+/// The rows an overview page skips: within what the API documents (a signed 32-bit count), so
+/// that a client generated from the document never sends a value it cannot represent.
+fn page_offset(offset: Option<u32>) -> Result<u32, ApiError> {
+    let offset = offset.unwrap_or(0);
+    if offset > i32::MAX as u32 {
+        return Err(ApiError::InvalidRequest(format!(
+            "`offset` must be between 0 and {}",
+            i32::MAX
+        )));
+    }
+    Ok(offset)
 }
