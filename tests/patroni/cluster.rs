@@ -110,12 +110,20 @@ impl Patroni {
         .await
     }
 
-    /// The leader and its synchronous standby, once the cluster is whole.
+    /// The leader and its synchronous standby, once the cluster is whole. Polled: Patroni may
+    /// name the synchronous standby a loop after the cluster looked whole.
     pub async fn leader_and_sync(&self) -> (String, String) {
         self.wait_whole().await;
-        let members = self.members().await.unwrap();
-        let role = |r: &str| members.iter().find(|m| m.role == r).unwrap().name.clone();
-        (role("leader"), role("sync_standby"))
+        eventually_some(
+            Duration::from_secs(60),
+            "Patroni names a leader and a synchronous standby",
+            || async {
+                let members = self.members().await?;
+                let role = |r: &str| members.iter().find(|m| m.role == r).map(|m| m.name.clone());
+                Some((role("leader")?, role("sync_standby")?))
+            },
+        )
+        .await
     }
 
     /// Waits until the cluster is whole again: a leader, a synchronous standby, every node up.
