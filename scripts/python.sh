@@ -28,5 +28,7 @@ python3 -m venv --clear "$venv"
 
 log "pytest python/tests"
 # Run from python/tests, so `import seqvend` finds the installed wheel, not the sources.
+# The root is taken first: repo_root finds it from this script's path, relative once we move.
+root=$PWD
 cd python/tests
-SEQVEND_BIN="$(repo_root)/target/debug/seqvend" exec "../../$venv/bin/pytest" -q "$@"
+SEQVEND_BIN="$root/target/debug/seqvend" exec "$root/$venv/bin/pytest" -q "$@"
