@@ -57,6 +57,11 @@ impl BlockCache {
         Some(active.value(index))
     }
 
+    /// The active block's pointer, for a [`Taker`](crate::Taker)'s cached view of it.
+    pub fn active(&self) -> &ArcSwap<ActiveBlock> {
+        &self.active
+    }
+
     /// Up to `count` values from the active block, appended to `out`; how many.
     pub fn take_into(&self, count: u64, out: &mut Vec<i64>, now: Now) -> u64 {
         let active = self.active.load();

@@ -96,6 +96,7 @@ mod sequence;
 mod service;
 mod shared;
 mod snowflake;
+mod taker;
 mod ticker;
 mod uuidv7;
 
@@ -108,5 +109,6 @@ pub use metrics::Metrics;
 pub use policy::CachePolicy;
 pub use sequence::Sequence;
 pub use snowflake::Snowflakes;
+pub use taker::Taker;
 pub use uuid::Uuid;
 pub use uuidv7::{uuidv7, uuidv7_n};

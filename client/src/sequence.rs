@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::client::Inner;
 use crate::clock::Now;
 use crate::shared::Shared;
-use crate::{Error, Metrics};
+use crate::{Error, Metrics, Taker};
 
 /// One sequence of a [`Client`](crate::Client): cheap to clone, and while any clone lives
 /// the client's background work goes on.
@@ -44,6 +44,16 @@ impl Sequence {
             shared,
             _client: client,
         }
+    }
+
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    /// A [`Taker`] of this sequence: the same values, taken through `&mut self` without the
+    /// shared pointer load, for a caller that holds it under a lock it takes anyway.
+    pub fn taker(&self) -> Taker {
+        Taker::new(self.clone())
     }
 
     pub fn name(&self) -> &str {
