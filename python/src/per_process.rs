@@ -10,9 +10,11 @@
 //! useful and could wait forever on threads that no longer exist (a runtime joins its
 //! workers) or on a lock one of them held at the fork.
 //!
-//! The generation is one atomic load on every call. Slow paths (a wait, an HTTP request)
-//! also compare the process id, for forks made outside Python's `os.fork` (which skip the
-//! hook); the fast path does not, as `getpid` is a system call.
+//! The generation is one atomic load on every call: it is the process id as the at-fork hook
+//! last saw it, compared without a system call. Slow paths (a wait, an HTTP request) also
+//! compare the process id itself, for forks made outside Python's `os.fork` (which skip the
+//! hook); the fast path does not, as `getpid` is a system call. A hot handle's own state
+//! ([`Stamp`]) carries the generation it was made in and is compared the same way.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -26,8 +28,44 @@ pub fn forked() {
     GENERATION.fetch_add(1, Ordering::AcqRel);
 }
 
-fn generation() -> u64 {
+/// This process's fork generation: bumped in every child by [`forked`].
+#[inline]
+pub fn generation() -> u64 {
     GENERATION.load(Ordering::Acquire)
+}
+
+/// A value held by one owner (under a lock it holds anyway) with the generation it was made
+/// in: usable only in that generation, and in a forked child leaked, never dropped (as a
+/// [`PerProcess`] value is).
+pub struct Stamp<T> {
+    generation: u64,
+    value: Option<T>,
+}
+
+impl<T> Stamp<T> {
+    pub fn new(generation: u64, value: T) -> Self {
+        Self {
+            generation,
+            value: Some(value),
+        }
+    }
+
+    /// The value, if it was made in this process.
+    #[inline]
+    pub fn current(&mut self) -> Option<&mut T> {
+        let fresh = self.generation == generation();
+        self.value.as_mut().filter(|_| fresh)
+    }
+}
+
+impl<T> Drop for Stamp<T> {
+    fn drop(&mut self) {
+        if let Some(value) = self.value.take() {
+            if self.generation != generation() {
+                std::mem::forget(value);
+            }
+        }
+    }
 }
 
 /// A value together with the process it was made in.
@@ -48,6 +86,16 @@ impl<T> std::ops::Deref for Stamped<T> {
 
 /// This process's value, as loaded (no reference count touched on the fast path).
 pub struct Current<T>(Guard<Option<Arc<Stamped<T>>>>);
+
+impl<T> Current<T> {
+    /// The fork generation the value was made in.
+    pub fn generation(&self) -> u64 {
+        self.0
+            .as_ref()
+            .expect("a current value is always made")
+            .generation
+    }
+}
 
 impl<T> std::ops::Deref for Current<T> {
     type Target = T;

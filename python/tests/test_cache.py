@@ -73,6 +73,38 @@ def test_eight_threads_taking_a_million_ids_each_never_see_a_value_twice(server)
     assert repeats == 0
 
 
+def test_sequence_handles_shared_and_per_thread_never_repeat_a_value_and_each_thread_sees_them_rise(
+    server,
+):
+    """The handle's fast path (its own view of the active block, under the GIL) beside the
+    client's: four threads each with a handle, four sharing one, and `client.next`, at once."""
+    client = seqvend.Client(server.url, server.token)
+    name = server.sequence()
+    per_thread = 200_000
+    shared = client.sequence(name)
+    takers = [client.sequence(name).__next__ for _ in range(4)] + [shared.__next__] * 4
+    takers += [lambda: client.next(name), shared.try_next]
+    taken = [array("q") for _ in takers]
+
+    def take(call, out: array) -> None:
+        append = out.append
+        while len(out) < per_thread:
+            value = call()
+            if value is not None:  # try_next: None while a refill is under way
+                append(value)
+
+    threads = [threading.Thread(target=take, args=pair) for pair in zip(takers, taken)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for out in taken:
+        assert len(out) == per_thread
+        assert all(a < b for a, b in zip(out, out[1:])), "a thread saw values fall"
+    merged = list(heapq.merge(*taken))
+    assert len(set(merged)) == len(merged), "a value was handed out twice"
+
+
 @pytest.mark.parametrize("bad", ["", "has space", "x" * 64, "-lead"])
 def test_a_bad_name_is_refused_with_invalid_request_and_nothing_vended(client, bad):
     with pytest.raises(seqvend.InvalidRequest) as caught:

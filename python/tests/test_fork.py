@@ -51,6 +51,21 @@ def test_a_forked_child_never_hands_out_its_parents_cached_values(server):
     assert client.metrics().waits == 0
 
 
+def test_a_forked_child_never_hands_out_the_block_a_warm_sequence_handle_holds(server):
+    client = seqvend.Client(server.url, server.token)
+    name = server.sequence()
+    client.prefetch(name, 5000)
+    orders = client.sequence(name)
+    before = [next(orders) for _ in range(100)]  # the handle's fast path holds the block now
+
+    child = in_child(lambda: [next(orders) for _ in range(100)] + [orders.try_next()])
+    after = [next(orders) for _ in range(100)]
+
+    assert after[0] == before[-1] + 1, "the parent's handle goes on from its block"
+    assert not (set(before) | set(after)) & set(child), "the child took from its parent's block"
+    assert client.metrics().waits == 0
+
+
 def test_a_forked_child_leases_its_own_worker_id_and_its_ids_never_collide(server):
     client = seqvend.Client(server.url, server.token)
     parent_ids = client.snowflake_n(100)
