@@ -19,4 +19,7 @@ python3 -m venv --clear "$venv"
 "$venv/bin/pip" install --quiet target/wheels/seqvend-*.whl pytest==9.2.0 requests==2.34.2 httpx==0.28.1
 
 echo "machine: $(nproc) cores, $(python3 --version), commit $(git rev-parse --short HEAD), $(date -u +%F)"
+# Others' work on the machine skews every rate: the load before and after says how much.
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 SEQVEND_BIN=target/release/seqvend "$venv/bin/python" loadtest/python_bench.py
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -1,16 +1,23 @@
 //! `seqvend.Client`: values from the thick client's cache, strict vends over HTTP, and
 //! Snowflake ids, for Python threads. The cache's fast path runs with the GIL held (it is a
-//! few atomic operations); every wait and every request runs with the GIL released.
+//! few atomic operations, through a taker found by the name object: `by_name`); every wait
+//! and every request runs with the GIL released.
 
+use std::cell::RefCell;
 use std::time::Duration;
 
 use pyo3::prelude::*;
+// See `sequence.rs` for why the deprecated `GILProtected` is sound here.
+#[allow(deprecated)]
+use pyo3::sync::GILProtected;
+use pyo3::types::PyString;
 use seqvend_client::Error;
 
 use crate::binding::{Binding, Config};
+use crate::by_name::ByName;
 use crate::errors::{raise, Failure};
 use crate::metrics::Metrics;
-use crate::per_process::{Current, PerProcess};
+use crate::per_process::{Current, PerProcess, Stamp};
 use crate::sequence::Sequence;
 use crate::vend::{self, Vended};
 
@@ -19,6 +26,8 @@ use crate::vend::{self, Vended};
 pub struct Client {
     config: Config,
     binding: PerProcess<Binding>,
+    #[allow(deprecated)]
+    by_name: GILProtected<RefCell<ByName>>,
 }
 
 impl Client {
@@ -35,6 +44,30 @@ impl Client {
 
     pub fn config(&self) -> &Config {
         &self.config
+    }
+
+    /// A cached value of `name` through its remembered taker (the fast path).
+    #[inline]
+    fn take_by_name(&self, py: Python<'_>, name: &Bound<'_, PyString>) -> Option<i64> {
+        #[allow(deprecated)]
+        let mut by_name = self.by_name.get(py).try_borrow_mut().ok()?;
+        by_name.take(name)
+    }
+
+    /// A cached value of `name` by the client's own lookup, remembering the sequence's taker
+    /// for the next call; `None` when the caller must wait.
+    #[cold]
+    fn take_named(&self, py: Python<'_>, name: &Bound<'_, PyString>) -> PyResult<Option<i64>> {
+        let text = name.to_cow()?;
+        let bound = self.bound_checked()?;
+        let value = cached(bound.client.try_next(&text))?;
+        #[allow(deprecated)]
+        let by_name = self.by_name.get(py).try_borrow_mut();
+        if let (Some(_), Ok(mut by_name)) = (value, by_name) {
+            let taker = bound.client.sequence(&text).taker();
+            by_name.remember(name, Stamp::new(bound.generation(), taker));
+        }
+        Ok(value)
     }
 }
 
@@ -77,9 +110,12 @@ impl Client {
             request_timeout: seconds(request_timeout, "request_timeout")?,
             retries,
         };
+        #[allow(deprecated)]
+        let by_name = GILProtected::new(RefCell::new(ByName::default()));
         let client = Self {
             config,
             binding: PerProcess::default(),
+            by_name,
         };
         client.bound()?;
         Ok(client)
@@ -87,12 +123,16 @@ impl Client {
 
     /// The next value of sequence `name`: from the cache, or (only when it is empty) after a
     /// refill, waited for with the GIL released, up to `timeout`.
-    fn next(&self, py: Python<'_>, name: &str) -> PyResult<i64> {
-        if let Some(value) = cached(self.bound()?.client.try_next(name))? {
+    fn next(&self, py: Python<'_>, name: &Bound<'_, PyString>) -> PyResult<i64> {
+        if let Some(value) = self.take_by_name(py, name) {
             return Ok(value);
         }
+        if let Some(value) = self.take_named(py, name)? {
+            return Ok(value);
+        }
+        let name = name.to_cow()?;
         let bound = self.bound_checked()?;
-        py.detach(|| bound.runtime.block_on(bound.client.next(name)))
+        py.detach(|| bound.runtime.block_on(bound.client.next(&name)))
             .map_err(raise)
     }
 
@@ -111,8 +151,11 @@ impl Client {
 
     /// A cached value of `name`, or `None` at once when nothing is cached (a refill is then
     /// under way). Never waits; raises only what waiting would not change.
-    fn try_next(&self, name: &str) -> PyResult<Option<i64>> {
-        cached(self.bound()?.client.try_next(name))
+    fn try_next(&self, py: Python<'_>, name: &Bound<'_, PyString>) -> PyResult<Option<i64>> {
+        match self.take_by_name(py, name) {
+            Some(value) => Ok(Some(value)),
+            None => self.take_named(py, name),
+        }
     }
 
     /// Leases until at least `values` of `name` are cached (the GIL released meanwhile).

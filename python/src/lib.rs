@@ -6,6 +6,7 @@
 
 mod binding;
 mod bridge;
+mod by_name;
 mod client;
 mod errors;
 mod ids;

@@ -105,6 +105,25 @@ def test_sequence_handles_shared_and_per_thread_never_repeat_a_value_and_each_th
     assert len(set(merged)) == len(merged), "a value was handed out twice"
 
 
+def test_client_next_by_name_takes_from_that_sequence_for_names_made_anew_and_beyond_those_remembered(
+    server, client
+):
+    """`Client.next(name)` finds its taker by the name object, or an equal one: ten sequences
+    (more than a client remembers), each with its own range, named by a fresh `str` on odd
+    turns; every value must come from its own sequence's range, rising."""
+    ranges = [(i * 10**9 + 1, (i + 1) * 10**9) for i in range(10)]
+    names = [server.sequence(min=low, max=high) for low, high in ranges]
+    seen = {name: [] for name in names}
+    for turn in range(300):
+        for name in names:
+            passed = "".join(list(name)) if turn % 2 else name
+            seen[name].append(client.next(passed))
+    for (low, high), name in zip(ranges, names):
+        values = seen[name]
+        assert all(low <= value <= high for value in values), f"{name} got another's values"
+        assert values == sorted(set(values))
+
+
 @pytest.mark.parametrize("bad", ["", "has space", "x" * 64, "-lead"])
 def test_a_bad_name_is_refused_with_invalid_request_and_nothing_vended(client, bad):
     with pytest.raises(seqvend.InvalidRequest) as caught:
