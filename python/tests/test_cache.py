@@ -56,21 +56,30 @@ def test_eight_threads_taking_a_million_ids_each_never_see_a_value_twice(server)
         for _ in range(per_thread):
             append(next_id(name))
 
-    threads = [threading.Thread(target=take, args=(out,)) for out in taken]
+    run_threads(take, [(out,) for out in taken])
+    assert_rising_per_thread_and_never_repeated(taken, per_thread)
+
+
+def run_threads(target, args) -> None:
+    """Runs `target(*a)` on one thread per `a` in `args`, all at once; returns when all end."""
+    threads = [threading.Thread(target=target, args=a) for a in args]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
+
+
+def assert_rising_per_thread_and_never_repeated(taken, per_thread: int) -> None:
     # Each thread's values increase (per-process monotonic), so one merge finds any repeat.
     for out in taken:
         assert len(out) == per_thread
-        assert all(a < b for a, b in zip(out, out[1:]))
+        assert all(a < b for a, b in zip(out, out[1:])), "a thread saw values fall"
     previous = None
     repeats = 0
     for value in heapq.merge(*taken):
         repeats += value == previous
         previous = value
-    assert repeats == 0
+    assert repeats == 0, "a value was handed out twice"
 
 
 def test_sequence_handles_shared_and_per_thread_never_repeat_a_value_and_each_thread_sees_them_rise(
@@ -93,16 +102,8 @@ def test_sequence_handles_shared_and_per_thread_never_repeat_a_value_and_each_th
             if value is not None:  # try_next: None while a refill is under way
                 append(value)
 
-    threads = [threading.Thread(target=take, args=pair) for pair in zip(takers, taken)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    for out in taken:
-        assert len(out) == per_thread
-        assert all(a < b for a, b in zip(out, out[1:])), "a thread saw values fall"
-    merged = list(heapq.merge(*taken))
-    assert len(set(merged)) == len(merged), "a value was handed out twice"
+    run_threads(take, list(zip(takers, taken)))
+    assert_rising_per_thread_and_never_repeated(taken, per_thread)
 
 
 def test_client_next_by_name_takes_from_that_sequence_for_names_made_anew_and_beyond_those_remembered(
