@@ -133,8 +133,13 @@ pub fn database_of(url: &str) -> &str {
     url.rsplit('/').next().unwrap().split('?').next().unwrap()
 }
 
-/// `settings` for an instance whose vend pool goes through a pooler (found out at startup,
-/// as by default) while its registry, listener and migrations use `direct`.
+/// Two server connections for everything seqvend sends through PgBouncer: concurrent
+/// clients' transactions take turns on them, so a statement that outlived its transaction, or
+/// was split across two server connections, meets another client's.
+const SMALL_SERVER_POOL: &str = "default_pool_size = 2";
+
+/// `settings` for an instance whose vend and registry pools go through a pooler (found out at
+/// startup, as by default) while its listener and migrations use `direct`.
 pub fn behind_pooler(mut settings: Settings, direct: &TestDb) -> Settings {
     settings.database.direct_url = Some(DirectUrl(direct.url.clone()));
     settings
@@ -154,7 +159,7 @@ impl Pooled {
 
     /// The same on `db`, e.g. a database in a cluster of the test's own.
     pub async fn start_on(db: TestDb, settings: Settings) -> Self {
-        let bouncer = Bouncer::start(&db.url);
+        let bouncer = Bouncer::start_with(&db.url, SMALL_SERVER_POOL);
         let pooled = TestDb {
             url: bouncer.url_for(&db.url),
         };
