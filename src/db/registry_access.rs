@@ -262,3 +262,32 @@ impl<'c> Executor<'c> for &'c Registry {
         self.pool.describe(sql)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn behind_a_pooler_every_statement_is_unnamed() {
+        let unnamed = Statement {
+            query: sqlx::query("SELECT 1"),
+            named: false,
+        };
+        assert!(!unnamed.persistent());
+        assert_eq!(unnamed.sql(), "SELECT 1");
+    }
+
+    #[test]
+    fn straight_to_postgresql_statements_stay_as_asked() {
+        let cached = Statement {
+            query: sqlx::query("SELECT 1"),
+            named: true,
+        };
+        assert!(cached.persistent());
+        let asked_unnamed = Statement {
+            query: sqlx::query("SELECT 1").persistent(false),
+            named: true,
+        };
+        assert!(!asked_unnamed.persistent());
+    }
+}

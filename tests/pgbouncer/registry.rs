@@ -8,83 +8,60 @@ use std::collections::HashSet;
 
 use futures_util::future::join_all;
 use reqwest::{Method, StatusCode};
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::bouncer::Pooled;
 use crate::helpers::*;
 
 const CLIENTS: usize = 6;
 
+/// Sends a request and insists on `expected`: its body.
+async fn answered(
+    app: &TestApp,
+    (method, path, token): (Method, &str, &str),
+    body: Option<Value>,
+    expected: StatusCode,
+) -> Value {
+    let reply = app.request(method.clone(), path, Some(token), body).await;
+    assert_eq!(reply.status, expected, "{method} {path}: {}", reply.body);
+    reply.body
+}
+
 /// One client's round of registry requests, each checked to have succeeded.
 async fn registry_round(app: &TestApp, client: usize) {
-    let name = format!("reg-{client}");
+    let (name, ok) = (format!("reg-{client}"), StatusCode::OK);
     app.create_ok(&name, 1, 100).await;
     app.add_range_ok(&name, 1001, 1100).await;
     let path = format!("/sequences/{name}");
-    let patched = app
-        .request(
-            Method::PATCH,
-            &path,
-            Some(ADMIN_TOKEN),
-            Some(json!({"cache": {"size": 10}})),
-        )
-        .await;
-    assert_eq!(patched.status, StatusCode::OK, "{}", patched.body);
-    let read = app.get(&name).await;
-    assert_eq!(read.status, StatusCode::OK, "{}", read.body);
-    assert_eq!(read.body["ranges"].as_array().map(Vec::len), Some(2));
+    let cache = Some(json!({"cache": {"size": 10}}));
+    answered(app, (Method::PATCH, &path, ADMIN_TOKEN), cache, ok).await;
+    let read = answered(app, (Method::GET, &path, VEND_TOKEN), None, ok).await;
+    assert_eq!(read["ranges"].as_array().map(Vec::len), Some(2));
     for listing in [
         "/sequences",
         &format!("{path}/events"),
         "/events",
         "/tokens",
     ] {
-        let reply = app
-            .request(Method::GET, listing, Some(ADMIN_TOKEN), None)
-            .await;
-        assert_eq!(reply.status, StatusCode::OK, "{listing}: {}", reply.body);
+        answered(app, (Method::GET, listing, ADMIN_TOKEN), None, ok).await;
     }
-    let family = format!("fam-{client}");
-    let made = app
-        .request(
-            Method::POST,
-            "/families",
-            Some(ADMIN_TOKEN),
-            Some(json!({ "name": family })),
-        )
-        .await;
-    assert_eq!(made.status, StatusCode::CREATED, "{}", made.body);
+    let family = Some(json!({ "name": format!("fam-{client}") }));
+    let created = StatusCode::CREATED;
+    answered(
+        app,
+        (Method::POST, "/families", ADMIN_TOKEN),
+        family,
+        created,
+    )
+    .await;
     let (id, _) = app.create_token(&format!("t-{client}"), &["vend:*"]).await;
-    let revoked = app
-        .request(
-            Method::DELETE,
-            &format!("/tokens/{id}"),
-            Some(ADMIN_TOKEN),
-            None,
-        )
-        .await;
-    assert_eq!(revoked.status, StatusCode::OK, "{}", revoked.body);
-    worker_id_round(app).await;
-    let retired = app.retire(&name).await;
-    assert_eq!(retired.status, StatusCode::OK, "{}", retired.body);
-}
-
-/// A worker id leased by a client and renewed with its holder token.
-async fn worker_id_round(app: &TestApp) {
-    let lease = app
-        .request(Method::POST, "/workers/lease", Some(VEND_TOKEN), None)
-        .await;
-    assert_eq!(lease.status, StatusCode::OK, "{}", lease.body);
-    let worker = lease.body["worker_id"].as_u64().unwrap();
-    let renewed = app
-        .request(
-            Method::POST,
-            &format!("/workers/{worker}/renew"),
-            Some(VEND_TOKEN),
-            Some(json!({ "holder": lease.body["holder"] })),
-        )
-        .await;
-    assert_eq!(renewed.status, StatusCode::OK, "{}", renewed.body);
+    let token_path = format!("/tokens/{id}");
+    answered(app, (Method::DELETE, &token_path, ADMIN_TOKEN), None, ok).await;
+    let lease = answered(app, (Method::POST, "/workers/lease", VEND_TOKEN), None, ok).await;
+    let renew = format!("/workers/{}/renew", lease["worker_id"]);
+    let holder = Some(json!({ "holder": lease["holder"] }));
+    answered(app, (Method::POST, &renew, VEND_TOKEN), holder, ok).await;
+    answered(app, (Method::DELETE, &path, ADMIN_TOKEN), None, ok).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
