@@ -19,6 +19,7 @@ says how noisy the shared machine was. PgBouncer's own CPU time is read from /pr
 
 import datetime
 import os
+import socket
 import statistics
 import subprocess
 import sys
@@ -132,7 +133,16 @@ two cores with PostgreSQL, seqvend and wrk). What seqvend changes behind a poole
 """
 
 
+def ports_free():
+    """Refuses ports something already answers on: its /readyz would pass for ours."""
+    for port in range(PORT, PORT + len(INSTANCES)):
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                sys.exit(f"port {port} is taken; set LOADTEST_PORT to a free one (three in a row)")
+
+
 def main():
+    ports_free()
     work = Path(tempfile.mkdtemp(prefix="seqvend-pgbouncer-load-"))
     os.chmod(work, 0o755)
     data_dir = work / "pg"
