@@ -129,8 +129,8 @@ vend statement unnamed in a pipelined `BEGIN` … `COMMIT`, each registry statem
 transaction of its own, what that costs by itself) and **PgBouncer** (PgBouncer 1.18,
 `pool_mode = transaction`, between seqvend's vend and registry pools and the same PostgreSQL).
 Each instance's registry pool has {ADMIN_POOL} connections (`SEQVEND_ADMIN_POOL_SIZE`); a registry
-request that waited past the pool's acquire timeout on the loaded machine answered 503 and is
-left out of the rate (the script logs how many).
+request that waited past the pool's acquire timeout on the loaded machine answers 503 (wrk
+counts it in the rate; the script logs how many).
 
 | route | direct req/s | pooled statements req/s | PgBouncer req/s | pooled statements × direct | PgBouncer × direct | p99 ms (direct / pooled / PgBouncer) |
 |---|---:|---:|---:|---:|---:|---:|
