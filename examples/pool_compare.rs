@@ -3,6 +3,9 @@
 //! alternate between the three; medians are reported). It decides which pool serves the
 //! vend hot path. Run it with `loadtest/pool-compare.sh`.
 
+// A comparison of pools, not seqvend's registry: it names sqlx's pool itself.
+#![allow(clippy::disallowed_types)]
+
 use std::process::Command;
 use std::str::FromStr;
 use std::time::Duration;

@@ -7,8 +7,8 @@
 //! printed, quoted name, where PostgreSQL offers nothing else: `repair_rewind` locks a
 //! sequence with `ALTER SEQUENCE`, and `range_last_value` reads `is_called`.)
 
+use crate::db::RegistryTx;
 use sqlx::postgres::types::Oid;
-use sqlx::{Postgres, Transaction};
 
 use crate::domain::{Increment, RangeBounds};
 
@@ -37,7 +37,7 @@ pub fn range_sequence_text(range_id: i32) -> String {
 /// Creates the PostgreSQL sequence for a range and returns its oid. `CACHE 1`: every value
 /// a session draws is visible to all, and nothing is pre-allocated to a session that may die.
 pub async fn create_range_sequence(
-    tx: &mut Transaction<'_, Postgres>,
+    tx: &mut RegistryTx,
     range_id: i32,
     bounds: RangeBounds,
     increment: Increment,
@@ -52,9 +52,9 @@ pub async fn create_range_sequence(
         bounds.max(),
         start
     );
-    sqlx::raw_sql(&ddl).execute(&mut **tx).await?;
+    sqlx::raw_sql(&ddl).execute(&mut *tx).await?;
     sqlx::query_scalar!(r#"SELECT $1::text::regclass::oid AS "oid!""#, name)
-        .fetch_one(&mut **tx)
+        .fetch_one(&mut *tx)
         .await
 }
 

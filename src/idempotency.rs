@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use sqlx::PgPool;
+use crate::db::Registry;
 
 /// Longest key accepted, in characters.
 pub const MAX_KEY_LEN: usize = 255;
@@ -74,7 +74,7 @@ impl Drop for Claim {
 const PURGE_EVERY: Duration = Duration::from_secs(60);
 
 /// Purges expired answers, and the oldest of a token's beyond `keys_per_token`, every minute.
-pub fn spawn_purge(pool: PgPool, keys_per_token: i64) -> tokio::task::JoinHandle<()> {
+pub fn spawn_purge(pool: Registry, keys_per_token: i64) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(PURGE_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

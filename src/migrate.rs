@@ -6,6 +6,9 @@
 //! first migration and look for it in another after.) An advisory lock makes instances that
 //! start together take turns: one applies, the others find nothing left to do.
 
+// Migrations hold a session advisory lock: a connection of their own, straight to PostgreSQL.
+#![allow(clippy::disallowed_types)]
+
 use anyhow::Context;
 use sqlx::migrate::Migrator;
 use sqlx::PgPool;

@@ -120,7 +120,7 @@ pub struct DatabaseSettings {
     /// How long startup waits for the database to answer.
     pub startup_patience: Duration,
     /// Where what must bypass a pooler connects (`SEQVEND_DIRECT_DATABASE_URL`): the
-    /// notification listener, migrations and the registry pool. None: `DATABASE_URL`.
+    /// notification listener and migrations. None: `DATABASE_URL`.
     pub direct_url: Option<DirectUrl>,
     /// What `DATABASE_URL` reaches (`SEQVEND_DATABASE_POOLER`).
     pub pooler: Pooler,

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use crate::auth::{TokenChanges, TokenStore, Tokens};
 use crate::cache::{self, InstanceCache};
+use crate::db::Registry;
 use crate::http;
 use crate::idempotency;
 use crate::ids::{self, worker_lease, Clock, Snowflake, UuidV7s};
@@ -21,7 +22,7 @@ pub struct Application {
     server: http::Server,
     /// The listener serving only `/metrics`, when it has its own address.
     metrics_server: Option<(u16, http::ServerHandle)>,
-    registry: sqlx::PgPool,
+    registry: Registry,
     snowflake: Arc<Snowflake>,
     cache: InstanceCache,
     tasks: BackgroundTasks,
@@ -160,15 +161,16 @@ impl Application {
 async fn connect(
     database_url: &str,
     settings: &Settings,
-) -> anyhow::Result<(sqlx::PgPool, db::VendPool)> {
+) -> anyhow::Result<(Registry, db::VendPool)> {
     let (registry, vend_pool) = db::connect(database_url, &settings.database).await?;
-    migrate::run(&registry).await?;
+    #[allow(clippy::disallowed_methods)] // Migrations: what the session pool is for.
+    migrate::run(registry.session_pool()).await?;
     Ok((registry, vend_pool))
 }
 
 fn instance_cache(
     vender: &Vender,
-    registry: &sqlx::PgPool,
+    registry: &Registry,
     metrics: &Arc<Metrics>,
     settings: &Settings,
 ) -> InstanceCache {
@@ -184,7 +186,7 @@ fn instance_cache(
 /// Starts the background tasks that serve the instance: the instance cache's keeper, the token
 /// store's pinger, the notification hub, the idempotency purge and the usage sampler.
 fn spawn_tasks(
-    registry: &sqlx::PgPool,
+    registry: &Registry,
     cache: &InstanceCache,
     catalog: &Arc<Catalog>,
     token_store: &Arc<TokenStore>,
@@ -209,7 +211,7 @@ fn spawn_tasks(
 /// worker-id lease and starts renewing it. With no worker id free, seqvend starts anyway:
 /// Snowflake requests answer 503 until the renewer gets one.
 async fn start_snowflake(
-    registry: &sqlx::PgPool,
+    registry: &Registry,
     metrics: &Arc<Metrics>,
     settings: &Settings,
     clock: Clock,

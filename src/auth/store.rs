@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-use sqlx::PgPool;
+use crate::db::Registry;
 
 use super::{secret, AuthError, Principal};
 use crate::registry::{self, StoredToken};
@@ -25,7 +25,7 @@ const TRUST_HEARD: Duration = Duration::from_millis(1500);
 const TOUCH_EVERY: Duration = Duration::from_secs(60);
 
 pub struct TokenStore {
-    pool: PgPool,
+    pool: Registry,
     /// Longest a token read may take before the request is answered 503.
     deadline: Duration,
     kept: RwLock<HashMap<i64, Kept>>,
@@ -52,7 +52,7 @@ struct KeptToken {
 }
 
 impl TokenStore {
-    pub fn new(pool: PgPool, deadline: Duration) -> Self {
+    pub fn new(pool: Registry, deadline: Duration) -> Self {
         Self {
             pool,
             deadline,

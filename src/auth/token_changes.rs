@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use sqlx::PgPool;
+use crate::db::Registry;
 
 use super::TokenStore;
 use crate::registry::TOKENS_CHANNEL;
@@ -69,7 +69,7 @@ impl TokenChanges {
     }
 
     /// Pings the tokens channel every half second, for as long as the task runs.
-    pub fn spawn_pinger(self: &Arc<Self>, registry: PgPool) -> tokio::task::JoinHandle<()> {
+    pub fn spawn_pinger(self: &Arc<Self>, registry: Registry) -> tokio::task::JoinHandle<()> {
         let changes = self.clone();
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(PING_EVERY);
@@ -81,7 +81,7 @@ impl TokenChanges {
         })
     }
 
-    async fn ping(&self, registry: &PgPool, n: u64) {
+    async fn ping(&self, registry: &Registry, n: u64) {
         {
             let mut sent = self.sent.lock().unwrap_or_else(|p| p.into_inner());
             // Pings older than a few seconds will not be trusted anyway.

@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-use sqlx::PgPool;
+use crate::db::Registry;
 
 pub use keeper::spawn as spawn_keeper;
 pub use reservoir::Closed;
@@ -37,7 +37,7 @@ struct Shared {
     /// This instance's name on its leases.
     holder_name: Arc<str>,
     vender: Vender,
-    registry: PgPool,
+    registry: Registry,
     metrics: Arc<Metrics>,
     settings: CacheSettings,
     /// How long a request may wait for a refill.
@@ -48,7 +48,7 @@ struct Shared {
 impl InstanceCache {
     pub fn new(
         vender: Vender,
-        registry: PgPool,
+        registry: Registry,
         metrics: Arc<Metrics>,
         settings: CacheSettings,
         patience: Duration,

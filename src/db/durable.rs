@@ -16,7 +16,7 @@ use std::cell::Cell;
 use std::ops::{Deref, DerefMut};
 use std::sync::LazyLock;
 
-use sqlx::{PgConnection, PgPool, Postgres, Transaction};
+use super::registry_access::{Registry, RegistryTx};
 use tracing::instrument::WithSubscriber;
 use tracing::subscriber::Interest;
 use tracing::{Dispatch, Event, Metadata};
@@ -26,13 +26,13 @@ const CANCELLED_SYNC_WAIT: &str = "canceling wait for synchronous replication";
 
 /// A transaction whose commit waits for its WAL flush (and a synchronous standby), whatever
 /// the session, role or server default says, and fails if that wait was cancelled.
-pub struct DurableTransaction(Transaction<'static, Postgres>);
+pub struct DurableTransaction(RegistryTx);
 
-/// Begins a `DurableTransaction`; queries run on `&mut *tx` as on any sqlx transaction.
-pub async fn begin_durable(pool: &PgPool) -> sqlx::Result<DurableTransaction> {
-    let mut tx = pool.begin().await?;
+/// Begins a `DurableTransaction`; queries run on `&mut *tx` as on a `RegistryTx`.
+pub async fn begin_durable(registry: &Registry) -> sqlx::Result<DurableTransaction> {
+    let mut tx = registry.begin().await?;
     sqlx::query_scalar!("SELECT set_config('synchronous_commit', 'on', true)")
-        .fetch_one(&mut *tx)
+        .fetch_one(&mut tx)
         .await?;
     Ok(DurableTransaction(tx))
 }
@@ -60,15 +60,15 @@ impl DurableTransaction {
 }
 
 impl Deref for DurableTransaction {
-    type Target = PgConnection;
+    type Target = RegistryTx;
 
-    fn deref(&self) -> &PgConnection {
+    fn deref(&self) -> &RegistryTx {
         &self.0
     }
 }
 
 impl DerefMut for DurableTransaction {
-    fn deref_mut(&mut self) -> &mut PgConnection {
+    fn deref_mut(&mut self) -> &mut RegistryTx {
         &mut self.0
     }
 }

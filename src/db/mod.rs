@@ -2,8 +2,12 @@
 //! deadpool-postgres pool for the vend hot path, the session settings both rely on, and how
 //! `DATABASE_URL` becomes connections — TLS as libpq reads it (`tls`), every host tried in turn
 //! under one deadline each (`connect`), and only ever a read-write session. The vend pool may
-//! go through a pooler in transaction mode (`pooler`); the registry pool, and with it the
-//! notification listener and migrations, always reaches PostgreSQL itself (the direct URL).
+//! go through a pooler in transaction mode (`pooler`), and so may the registry pool, whose
+//! statements all run through the `Registry` handle (`registry_access`); the notification
+//! listener and migrations always reach PostgreSQL itself (the direct URL).
+
+// The one module that builds sqlx's pools and hands them out only inside `Registry`.
+#![allow(clippy::disallowed_types)]
 
 pub(crate) mod connect;
 mod durable;
@@ -12,6 +16,7 @@ mod pg_error;
 mod pooler;
 mod primary;
 mod registry;
+mod registry_access;
 mod target;
 mod tls;
 mod vend_pool;
@@ -31,9 +36,14 @@ pub use durable::begin_durable;
 pub use failure::{is_unavailable, Busy, DbFailure};
 use pooler::Route;
 use primary::Primary;
+pub use registry_access::{Registry, RegistryTx};
 use target::Target;
 use vend_pool::VendManager;
 pub use vend_pool::{discard, TypedParam, VendConnection, VendPool};
+
+/// The `application_name` of the registry's sessions straight to PostgreSQL (the listener,
+/// migrations) when the registry's statements go elsewhere.
+const SESSION_NAME: &str = "seqvend-session";
 
 /// Session settings for every seqvend connection, both pools alike. `synchronous_commit = on`
 /// is what makes a vend's commit wait for its WAL flush (and for a synchronous standby) before
@@ -67,27 +77,32 @@ fn startup_options(settings: &DatabaseSettings) -> Vec<(&'static str, String)> {
     options
 }
 
-/// Both pools, once the database answers: the registry pool on the direct URL (checked to
-/// reach PostgreSQL itself), the vend pool on `url`, through a pooler or not as
-/// `settings.pooler` says or, by default, as found. With one URL for both they follow one
-/// primary: when it moves, the vend pool's connections to the old one end too.
-pub async fn connect(url: &str, settings: &DatabaseSettings) -> anyhow::Result<(PgPool, VendPool)> {
+/// Both pools, once the database answers: the vend and registry pools on `url`, through a
+/// pooler or not as `settings.pooler` says or, by default, as found; the registry's session
+/// pool (the listener, migrations) on the direct URL, checked to reach PostgreSQL itself.
+/// With one URL for all they follow one primary: when it moves, the vend pool's connections
+/// to the old one end too.
+pub async fn connect(
+    url: &str,
+    settings: &DatabaseSettings,
+) -> anyhow::Result<(Registry, VendPool)> {
     let direct_url = settings.direct_url.as_ref().map_or(url, |d| d.0.as_str());
+    let shared = direct_url == url && settings.pooler != Pooler::Transaction;
     let direct = Database::new(direct_url, settings)?;
-    let registry = direct.registry_pool()?;
-    wait_until_reachable(&registry, settings.startup_patience).await?;
-    pooler::ensure_direct(&registry).await?;
-    let separate;
-    let main = if direct_url == url {
-        &direct
-    } else {
-        separate = Database::new(url, settings)?;
-        &separate
-    };
+    // Its own name when it is a pool of its own, to tell it apart in `pg_stat_activity`.
+    let name = if shared { "seqvend" } else { SESSION_NAME };
+    let session = direct.registry_pool(&Route::Direct, name)?;
+    wait_until_reachable(&session, settings.startup_patience).await?;
+    pooler::ensure_direct(&session).await?;
+    if shared {
+        tracing::info!(pooled = false, "vend and registry connections");
+        let registry = Registry::new(session.clone(), &Route::Direct, session);
+        return Ok((registry, direct.vend_pool(Route::Direct)?));
+    }
+    let main = Database::new(url, settings)?;
     let pooled = match settings.pooler {
         Pooler::None => false,
         Pooler::Transaction => true,
-        Pooler::Detect if direct_url == url => false,
         Pooler::Detect => {
             !pooler::reaches_postgres(&main.connector("seqvend-probe", Route::Direct)?)
                 .await
@@ -95,22 +110,23 @@ pub async fn connect(url: &str, settings: &DatabaseSettings) -> anyhow::Result<(
         }
     };
     let route = main.route(pooled);
-    tracing::info!(pooled, "vend connections");
+    tracing::info!(pooled, "vend and registry connections");
+    let registry = Registry::new(main.registry_pool(&route, "seqvend")?, &route, session);
     Ok((registry, main.vend_pool(route)?))
 }
 
-/// Both pools straight to PostgreSQL on one URL (or, with `settings.pooler` saying so, the
-/// vend pool's statements as behind a pooler), following one primary.
-pub fn pools(url: &str, settings: &DatabaseSettings) -> anyhow::Result<(PgPool, VendPool)> {
+/// Both pools straight to PostgreSQL on one URL (or, with `settings.pooler` saying so, their
+/// statements as behind a pooler), following one primary.
+pub fn pools(url: &str, settings: &DatabaseSettings) -> anyhow::Result<(Registry, VendPool)> {
     let database = Database::new(url, settings)?;
     let route = database.route(settings.pooler == Pooler::Transaction);
-    Ok((database.registry_pool()?, database.vend_pool(route)?))
+    Ok((database.registry(&route)?, database.vend_pool(route)?))
 }
 
-/// The registry pool alone. With several hosts in the URL it follows the primary through
-/// failovers (see `primary`).
-pub fn registry_pool(url: &str, settings: &DatabaseSettings) -> anyhow::Result<PgPool> {
-    Database::new(url, settings)?.registry_pool()
+/// The registry pool alone, straight to PostgreSQL. With several hosts in the URL it follows
+/// the primary through failovers (see `primary`).
+pub fn registry_pool(url: &str, settings: &DatabaseSettings) -> anyhow::Result<Registry> {
+    Database::new(url, settings)?.registry(&Route::Direct)
 }
 
 /// The vend pool alone: each new connection goes to the first host that accepts writes;
@@ -167,14 +183,36 @@ impl Database {
         )
     }
 
-    fn registry_pool(&self) -> anyhow::Result<PgPool> {
+    /// The registry on this URL: its statements and the session pool both on it.
+    fn registry(&self, route: &Route) -> anyhow::Result<Registry> {
+        let pool = self.registry_pool(route, "seqvend")?;
+        let session = if route.is_pooled() {
+            self.registry_pool(&Route::Direct, SESSION_NAME)?
+        } else {
+            pool.clone()
+        };
+        Ok(Registry::new(pool, route, session))
+    }
+
+    /// A sqlx pool for `route`: with startup options straight to PostgreSQL; through a pooler
+    /// with none (PgBouncer refuses them), no statement cache (every statement is unnamed,
+    /// see `registry_access`) and no `extra_float_digits` (PgBouncer refuses that too; the
+    /// server's default since PostgreSQL 12 already prints floats exactly).
+    fn registry_pool(&self, route: &Route, name: &'static str) -> anyhow::Result<PgPool> {
         let session = startup_options(&self.settings);
+        let pooled = route.is_pooled();
         let finish = move |options: PgConnectOptions| {
-            options.application_name("seqvend").options(session.clone())
+            let options = options.application_name(name);
+            if pooled {
+                options.statement_cache_capacity(0).extra_float_digits(None)
+            } else {
+                options.options(session.clone())
+            }
         };
         let first = finish(self.target.sqlx_options(self.primary.host()));
         let pool = registry::pool(first, self.primary.clone(), &self.settings);
-        if self.target.host_count() > 1 {
+        // Behind a pooler, following the primary is the pooler's part (see docs/pgbouncer.md).
+        if self.target.host_count() > 1 && !pooled {
             let watcher = self.connector("seqvend-watch", Route::Direct)?;
             primary::follow(pool.clone(), watcher, self.settings.connect_timeout, finish);
         }

@@ -81,9 +81,8 @@ async fn probe(connector: &Connector, host: usize) -> Result<bool, tokio_postgre
     }
 }
 
-/// Refuses to go on when the registry pool (the direct URL: the notification listener,
-/// migrations, the registry) reaches a pooler: `LISTEN`, the migration lock and the
-/// registry's statements need a session of their own.
+/// Refuses to go on when the session pool (the direct URL: the notification listener,
+/// migrations) reaches a pooler: `LISTEN` and the migration lock need a session of their own.
 pub async fn ensure_direct(registry: &PgPool) -> anyhow::Result<()> {
     // A simple query: a prepared statement would collide on a pooler before the check.
     let seen: Option<String> = sqlx::raw_sql(&marker_query())
@@ -101,8 +100,8 @@ pub async fn ensure_direct(registry: &PgPool) -> anyhow::Result<()> {
 
 /// What to say when the direct URL reaches a pooler.
 pub const NOT_DIRECT: &str = "SEQVEND_DIRECT_DATABASE_URL (DATABASE_URL when it is unset) \
-     reaches a connection pooler, not PostgreSQL: the notification listener (LISTEN), \
-     migrations and the registry need sessions of their own. Point SEQVEND_DIRECT_DATABASE_URL \
+     reaches a connection pooler, not PostgreSQL: the notification listener (LISTEN) and \
+     migrations need sessions of their own. Point SEQVEND_DIRECT_DATABASE_URL \
      at PostgreSQL itself and keep the pooler in DATABASE_URL (see docs/pgbouncer.md)";
 
 fn marker_query() -> String {

@@ -78,13 +78,10 @@ pub async fn metrics(service: web::Data<Service>) -> HttpResponse {
     gauge("vend", "idle", vend.available);
     gauge("vend", "max", vend.max_size);
     gauge("vend", "waiting", vend.waiting);
-    gauge("registry", "open", registry_pool.size() as usize);
-    gauge("registry", "idle", registry_pool.num_idle());
-    gauge(
-        "registry",
-        "max",
-        registry_pool.options().get_max_connections() as usize,
-    );
+    let (open, idle, max) = registry_pool.connections();
+    gauge("registry", "open", open as usize);
+    gauge("registry", "idle", idle);
+    gauge("registry", "max", max as usize);
     HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4; charset=utf-8")
         .body(metrics.render())

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use sqlx::PgPool;
+use crate::db::Registry;
 use tokio::task::JoinHandle;
 
 use super::error::LeaseError;
@@ -14,7 +14,7 @@ use super::snowflake::Snowflake;
 use super::worker_lease;
 use crate::settings::IdSettings;
 
-pub fn spawn(pool: PgPool, snowflake: Arc<Snowflake>, settings: IdSettings) -> JoinHandle<()> {
+pub fn spawn(pool: Registry, snowflake: Arc<Snowflake>, settings: IdSettings) -> JoinHandle<()> {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(settings.renew_every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -32,7 +32,7 @@ pub fn spawn(pool: PgPool, snowflake: Arc<Snowflake>, settings: IdSettings) -> J
 }
 
 /// Renews the lease held, or takes one. Public for startup, which takes the first.
-pub async fn keep(pool: &PgPool, snowflake: &Snowflake, settings: &IdSettings) {
+pub async fn keep(pool: &Registry, snowflake: &Snowflake, settings: &IdSettings) {
     let sent_at = Instant::now();
     let now_ms = snowflake.clock().now_ms();
     let outcome = match snowflake.lease() {

@@ -10,8 +10,8 @@
 
 use std::time::Duration;
 
+use crate::db::Registry;
 use chrono::{DateTime, Utc};
-use sqlx::PgPool;
 
 use super::error::LeaseError;
 use super::layout::Layout;
@@ -51,7 +51,7 @@ impl From<LeaseRow> for Lease {
 }
 
 /// Stores `layout` if none is stored yet (and creates its worker ids); refuses a different one.
-pub async fn fix_layout(pool: &PgPool, layout: Layout) -> Result<(), LeaseError> {
+pub async fn fix_layout(pool: &Registry, layout: Layout) -> Result<(), LeaseError> {
     let (t, w, s) = layout.bits();
     let mut tx = begin_durable(pool).await.map_err(LeaseError::from_db)?;
     // Instances starting together: the second insert waits for the first's commit, then
@@ -98,7 +98,7 @@ pub async fn fix_layout(pool: &PgPool, layout: Layout) -> Result<(), LeaseError>
 }
 
 /// Takes a free or expired worker id for `length`, for a holder whose clock reads `now_ms`.
-pub async fn take(pool: &PgPool, now_ms: i64, length: Duration) -> Result<Lease, LeaseError> {
+pub async fn take(pool: &Registry, now_ms: i64, length: Duration) -> Result<Lease, LeaseError> {
     let holder = uuid::Uuid::new_v4().to_string();
     let mut tx = begin_durable(pool).await.map_err(LeaseError::from_db)?;
     let taken = sqlx::query_as!(
@@ -127,7 +127,7 @@ pub async fn take(pool: &PgPool, now_ms: i64, length: Duration) -> Result<Lease,
 /// Extends `holder`'s lease of `worker_id` by `length` and raises its bound to `now_ms +
 /// length`. An expired lease nobody took since is renewed too: no one else stamped with it.
 pub async fn renew(
-    pool: &PgPool,
+    pool: &Registry,
     worker_id: i64,
     holder: &str,
     now_ms: i64,
@@ -159,7 +159,7 @@ pub async fn renew(
 /// at once, and its bound comes down to the last millisecond it stamped, so the next holder
 /// starts right after it instead of waiting out a bound raised for ids never issued.
 pub async fn release(
-    pool: &PgPool,
+    pool: &Registry,
     worker_id: u32,
     holder: &str,
     last_ms: i64,

@@ -265,6 +265,8 @@ impl Drop for LocalCluster {
 }
 
 /// Creates `database` if it does not exist yet.
+// A one-off session on the maintenance database, not the registry.
+#[allow(clippy::disallowed_types)]
 pub async fn ensure_database(cluster: &LocalCluster, database: &str) -> anyhow::Result<()> {
     use sqlx::Connection;
     let mut conn = sqlx::PgConnection::connect(&cluster.url("postgres")).await?;

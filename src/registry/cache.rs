@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use sqlx::{PgPool, Postgres, Transaction};
+use crate::db::{Registry, RegistryTx};
 
 use super::queries::{get_sequence, lock_sequence, record_event};
 use super::{RegistryError, SequenceView};
@@ -37,7 +37,7 @@ pub struct SettingsChange {
 /// Changes a sequence's settings in one transaction; every instance hears of a new cache
 /// policy when this commits, and the next sampling round judges the alerts anew.
 pub async fn change_settings(
-    pool: &PgPool,
+    pool: &Registry,
     name: &SequenceName,
     change: SettingsChange,
     by: &str,
@@ -58,7 +58,7 @@ pub async fn change_settings(
             rule.buffer_seconds as i32,
             rule.min as i64
         )
-        .execute(&mut *tx)
+        .execute(&mut tx)
         .await
         .map_err(RegistryError::from_db)?;
         record_event(&mut tx, sequence.id, None, "cache_changed", by).await?;
@@ -74,7 +74,7 @@ pub async fn change_settings(
             remaining_below,
             days_left_below
         )
-        .execute(&mut *tx)
+        .execute(&mut tx)
         .await
         .map_err(RegistryError::from_db)?;
         record_event(&mut tx, sequence.id, None, "alerts_changed", by).await?;
@@ -85,7 +85,7 @@ pub async fn change_settings(
 
 /// Tells every instance (at commit) that `name` changed.
 pub(super) async fn announce(
-    tx: &mut Transaction<'_, Postgres>,
+    tx: &mut RegistryTx,
     name: &SequenceName,
     kind: ChangeKind,
 ) -> Result<(), RegistryError> {
@@ -95,7 +95,7 @@ pub(super) async fn announce(
     };
     let payload = serde_json::to_string(&change).expect("a change serialises");
     sqlx::query!("SELECT pg_notify($1, $2)", CHANGES_CHANNEL, payload)
-        .execute(&mut **tx)
+        .execute(&mut *tx)
         .await
         .map_err(RegistryError::from_db)?;
     Ok(())
@@ -105,7 +105,7 @@ pub(super) async fn announce(
 /// leases when told of the retirement, or stopped using them when they expired. Returns
 /// `false` if that took longer than `patience`.
 pub async fn await_instance_leases(
-    pool: &PgPool,
+    pool: &Registry,
     name: &SequenceName,
     patience: Duration,
 ) -> Result<bool, RegistryError> {

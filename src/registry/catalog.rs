@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use sqlx::PgPool;
+use crate::db::Registry;
 
 use super::{catalog_entry, RegistryError};
 use crate::carriers::Format;
@@ -49,7 +49,11 @@ impl Catalog {
         }
     }
 
-    pub async fn lookup(&self, pool: &PgPool, name: &SequenceName) -> Result<Known, RegistryError> {
+    pub async fn lookup(
+        &self,
+        pool: &Registry,
+        name: &SequenceName,
+    ) -> Result<Known, RegistryError> {
         if let Some(entry) = self.read().get(name.as_str()) {
             return Ok(Known::Sequence(entry.clone()));
         }

@@ -2,9 +2,9 @@
 //! tokens included; the rows of `seqvend.events`, oldest first, paged by event id; and the
 //! one place stored kinds are turned into the API's words.
 
+use crate::db::Registry;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use sqlx::PgPool;
 use utoipa::ToSchema;
 
 use super::views::cut_page;
@@ -66,7 +66,7 @@ pub fn api_kind(stored: &str) -> &str {
 
 /// `name`'s events with ids above `after`, oldest first, at most `limit` of them.
 pub async fn list_events(
-    pool: &PgPool,
+    pool: &Registry,
     name: &SequenceName,
     after: i64,
     limit: u32,
@@ -118,7 +118,7 @@ pub async fn list_events(
 /// Every event with an id above `after`, oldest first, at most `limit` of them: the audit
 /// trail of admin actions and token changes, and each sequence's history.
 pub async fn list_all_events(
-    pool: &PgPool,
+    pool: &Registry,
     after: i64,
     limit: u32,
 ) -> Result<EventPage, RegistryError> {

@@ -1,9 +1,9 @@
 //! Counter families: created, read, listed and retired; and one counter read by its key.
 //! A family's counters are drawn by the vend path (`vend::Counters`), never here.
 
+use crate::db::{Registry, RegistryTx};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use sqlx::{PgPool, Postgres, Transaction};
 use utoipa::ToSchema;
 
 use super::views::cut_page;
@@ -83,7 +83,7 @@ impl From<FamilyRow> for FamilyView {
 }
 
 pub async fn create_family(
-    pool: &PgPool,
+    pool: &Registry,
     name: &SequenceName,
     spec: SequenceSpec,
     by: &str,
@@ -101,7 +101,7 @@ pub async fn create_family(
         spec.bounds.max(),
         by
     )
-    .fetch_one(&mut *tx)
+    .fetch_one(&mut tx)
     .await
     .map_err(|err| {
         RegistryError::on_constraint(err, "families_name_key", || {
@@ -113,7 +113,7 @@ pub async fn create_family(
     get_family(pool, name).await
 }
 
-pub async fn get_family(pool: &PgPool, name: &SequenceName) -> Result<FamilyView, RegistryError> {
+pub async fn get_family(pool: &Registry, name: &SequenceName) -> Result<FamilyView, RegistryError> {
     sqlx::query_as!(
         FamilyRow,
         r#"SELECT name, start_value, increment, min_value, max_value, capacity AS "capacity!",
@@ -130,7 +130,7 @@ pub async fn get_family(pool: &PgPool, name: &SequenceName) -> Result<FamilyView
 
 /// Families in name order, after `after`, at most `limit` of them.
 pub async fn list_families(
-    pool: &PgPool,
+    pool: &Registry,
     after: Option<&SequenceName>,
     limit: u32,
 ) -> Result<FamilyPage, RegistryError> {
@@ -155,7 +155,7 @@ pub async fn list_families(
 /// Retires a family: once this returns, none of its counters draws again, on any instance.
 /// Its counters are kept (they are what was handed out). Retiring again answers the same.
 pub async fn retire_family(
-    pool: &PgPool,
+    pool: &Registry,
     name: &SequenceName,
     by: &str,
 ) -> Result<FamilyView, RegistryError> {
@@ -164,7 +164,7 @@ pub async fn retire_family(
         "SELECT id FROM seqvend.families WHERE name = $1",
         name.as_str()
     )
-    .fetch_optional(&mut *tx)
+    .fetch_optional(&mut tx)
     .await
     .map_err(RegistryError::from_db)?
     .ok_or_else(|| RegistryError::FamilyNotFound(name.clone()))?;
@@ -174,7 +174,7 @@ pub async fn retire_family(
         FAMILY_LOCK_CLASS,
         id
     )
-    .execute(&mut *tx)
+    .execute(&mut tx)
     .await
     .map_err(RegistryError::from_db)?;
     let retired = sqlx::query!(
@@ -183,7 +183,7 @@ pub async fn retire_family(
         id,
         by
     )
-    .execute(&mut *tx)
+    .execute(&mut tx)
     .await
     .map_err(RegistryError::from_db)?;
     if retired.rows_affected() > 0 {
@@ -195,7 +195,7 @@ pub async fn retire_family(
 
 /// The counter `key` of `family` as it stands.
 pub async fn get_counter(
-    pool: &PgPool,
+    pool: &Registry,
     family: &SequenceName,
     key: &CounterKey,
 ) -> Result<CounterView, RegistryError> {
@@ -233,7 +233,7 @@ pub async fn get_counter(
 
 /// Records an admin's change to a family, with the name of the token that made it.
 async fn record_event(
-    tx: &mut Transaction<'_, Postgres>,
+    tx: &mut RegistryTx,
     family_id: i32,
     kind: &str,
     by: &str,
@@ -245,7 +245,7 @@ async fn record_event(
         kind,
         by
     )
-    .execute(&mut **tx)
+    .execute(&mut *tx)
     .await
     .map_err(RegistryError::from_db)?;
     Ok(())

@@ -2,7 +2,7 @@
 //! cache policy), and whether seqvend handed out a given serial from a sequence of a given
 //! format.
 
-use sqlx::PgPool;
+use crate::db::Registry;
 
 use super::catalog::Entry;
 use super::views::{read_format, stored_format};
@@ -13,7 +13,7 @@ use crate::domain::{CachePolicy, SequenceName};
 /// An existing sequence's namespace, format (`None` for a plain one) and cache policy;
 /// `None` when no sequence has the name.
 pub async fn catalog_entry(
-    pool: &PgPool,
+    pool: &Registry,
     name: &SequenceName,
 ) -> Result<Option<Entry>, RegistryError> {
     let row = sqlx::query!(
@@ -51,7 +51,7 @@ pub struct Issued {
 /// range's PostgreSQL sequence position (`range_last_value`), which also counts values drawn
 /// by hand or by statements that then failed, none of which reached a client. Values between
 /// the range's start and its mark, on the increment's steps, were vended.
-pub async fn issued(pool: &PgPool, origins: &[Origin]) -> Result<Option<Issued>, RegistryError> {
+pub async fn issued(pool: &Registry, origins: &[Origin]) -> Result<Option<Issued>, RegistryError> {
     if origins.is_empty() {
         return Ok(None);
     }

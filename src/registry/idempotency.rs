@@ -1,12 +1,12 @@
 //! Stored idempotent answers: purged once expired, and bounded per token.
 
-use sqlx::PgPool;
+use crate::db::Registry;
 
 use super::RegistryError;
 
 /// Deletes expired answers, then each token's oldest beyond `max_per_owner`; returns how many
 /// went.
-pub async fn purge_answers(pool: &PgPool, max_per_owner: i64) -> Result<u64, RegistryError> {
+pub async fn purge_answers(pool: &Registry, max_per_owner: i64) -> Result<u64, RegistryError> {
     let expired = sqlx::query!("DELETE FROM seqvend.idempotency_keys WHERE expires_at <= now()")
         .execute(pool)
         .await

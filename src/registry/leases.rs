@@ -11,14 +11,14 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use sqlx::PgPool;
+use crate::db::Registry;
 
 use crate::db::begin_durable;
 
 /// Extends by `length` every live lease `holder` holds on a sequence that is not retired;
 /// returns the leases extended.
 pub async fn renew_instance_leases(
-    pool: &PgPool,
+    pool: &Registry,
     holder: &str,
     length: Duration,
 ) -> Result<HashSet<i64>, sqlx::Error> {
@@ -50,7 +50,7 @@ pub async fn renew_instance_leases(
 
 /// Releases every lease `holder` holds on `sequence`.
 pub async fn release_sequence_leases(
-    pool: &PgPool,
+    pool: &Registry,
     holder: &str,
     sequence: &str,
 ) -> Result<(), sqlx::Error> {
@@ -67,7 +67,7 @@ pub async fn release_sequence_leases(
     tx.commit().await
 }
 
-pub async fn release_lease(pool: &PgPool, lease: i64) -> Result<(), sqlx::Error> {
+pub async fn release_lease(pool: &Registry, lease: i64) -> Result<(), sqlx::Error> {
     let mut tx = begin_durable(pool).await?;
     sqlx::query!(
         "UPDATE seqvend.leases SET released_at = now() WHERE id = $1 AND released_at IS NULL",
@@ -79,7 +79,7 @@ pub async fn release_lease(pool: &PgPool, lease: i64) -> Result<(), sqlx::Error>
 }
 
 /// Releases every lease `holder` holds (at shutdown).
-pub async fn release_holder_leases(pool: &PgPool, holder: &str) -> Result<(), sqlx::Error> {
+pub async fn release_holder_leases(pool: &Registry, holder: &str) -> Result<(), sqlx::Error> {
     let mut tx = begin_durable(pool).await?;
     sqlx::query!(
         "UPDATE seqvend.leases SET released_at = now() WHERE holder = $1 AND released_at IS NULL",
@@ -91,7 +91,7 @@ pub async fn release_holder_leases(pool: &PgPool, holder: &str) -> Result<(), sq
 }
 
 /// Lease rows are kept a day after they end, for whoever investigates a gap.
-pub async fn sweep_leases(pool: &PgPool) -> Result<(), sqlx::Error> {
+pub async fn sweep_leases(pool: &Registry) -> Result<(), sqlx::Error> {
     sqlx::query!(
         "DELETE FROM seqvend.leases
           WHERE coalesce(released_at, expires_at) < now() - interval '1 day'"

@@ -5,7 +5,7 @@
 //! the vend migration), so a retirement or a new range never interleaves with a vend.
 //! Conflicts (taken names, overlapping ranges) are left to the database's constraints.
 
-use sqlx::{PgPool, Postgres, Transaction};
+use crate::db::{Registry, RegistryTx};
 
 use super::cache::{announce, ChangeKind};
 use super::views::{
@@ -24,7 +24,7 @@ use crate::domain::{
 const SEQUENCE_LOCK_CLASS: i32 = 1_398_166_353;
 
 pub async fn get_sequence(
-    pool: &PgPool,
+    pool: &Registry,
     name: &SequenceName,
 ) -> Result<SequenceView, RegistryError> {
     let rows = sqlx::query_as!(
@@ -58,7 +58,7 @@ pub async fn get_sequence(
 
 /// Sequences in name order, after `after`, at most `limit` of them.
 pub async fn list_sequences(
-    pool: &PgPool,
+    pool: &Registry,
     after: Option<&SequenceName>,
     limit: u32,
 ) -> Result<SequencePage, RegistryError> {
@@ -98,7 +98,7 @@ pub async fn list_sequences(
 /// range states: for gauges and warnings. Paged so that no transaction opens thousands of
 /// sequence relations at once (each read holds a lock until commit).
 pub async fn live_sequences(
-    pool: &PgPool,
+    pool: &Registry,
     after: &str,
     limit: i64,
 ) -> Result<Vec<SequenceRecord>, RegistryError> {
@@ -141,7 +141,7 @@ pub struct NewSequence {
 }
 
 pub async fn create_sequence(
-    pool: &PgPool,
+    pool: &Registry,
     new: NewSequence,
     by: &str,
 ) -> Result<SequenceView, RegistryError> {
@@ -164,7 +164,7 @@ pub async fn create_sequence(
         remaining_below,
         days_left_below
     )
-    .fetch_one(&mut *tx)
+    .fetch_one(&mut tx)
     .await
     .map_err(|err| {
         RegistryError::on_constraint(err, "sequences_name_key", || {
@@ -195,7 +195,7 @@ pub async fn create_sequence(
 /// Adds a range to a sequence: pending behind the active one, or active at once if the
 /// sequence had run out (which makes the sequence active again).
 pub async fn add_range(
-    pool: &PgPool,
+    pool: &Registry,
     name: &SequenceName,
     bounds: RangeBounds,
     by: &str,
@@ -223,7 +223,7 @@ pub async fn add_range(
             "UPDATE seqvend.sequences SET status = 'active', updated_at = now() WHERE id = $1",
             sequence.id
         )
-        .execute(&mut *tx)
+        .execute(&mut tx)
         .await
         .map_err(RegistryError::from_db)?;
     }
@@ -243,7 +243,7 @@ pub async fn add_range(
 /// Retires a sequence: once this returns, no instance vends from it. Retiring a retired
 /// sequence changes nothing and answers the same.
 pub async fn retire_sequence(
-    pool: &PgPool,
+    pool: &Registry,
     name: &SequenceName,
     by: &str,
 ) -> Result<SequenceView, RegistryError> {
@@ -254,7 +254,7 @@ pub async fn retire_sequence(
             "UPDATE seqvend.sequences SET status = 'retired', updated_at = now() WHERE id = $1",
             sequence.id
         )
-        .execute(&mut *tx)
+        .execute(&mut tx)
         .await
         .map_err(RegistryError::from_db)?;
         record_event(&mut tx, sequence.id, None, "retired", by).await?;
@@ -275,14 +275,14 @@ pub(super) struct LockedSequence {
 /// then reads it under a row lock. The advisory lock comes first: a vend holding it shared may
 /// need the row to mark the sequence exhausted.
 pub(super) async fn lock_sequence(
-    tx: &mut Transaction<'_, Postgres>,
+    tx: &mut RegistryTx,
     name: &SequenceName,
 ) -> Result<LockedSequence, RegistryError> {
     let id = sqlx::query_scalar!(
         "SELECT id FROM seqvend.sequences WHERE name = $1",
         name.as_str()
     )
-    .fetch_optional(&mut **tx)
+    .fetch_optional(&mut *tx)
     .await
     .map_err(RegistryError::from_db)?
     .ok_or_else(|| RegistryError::NotFound(name.clone()))?;
@@ -291,7 +291,7 @@ pub(super) async fn lock_sequence(
         SEQUENCE_LOCK_CLASS,
         id
     )
-    .execute(&mut **tx)
+    .execute(&mut *tx)
     .await
     .map_err(RegistryError::from_db)?;
     sqlx::query_as!(
@@ -299,7 +299,7 @@ pub(super) async fn lock_sequence(
         "SELECT id, namespace, increment, status FROM seqvend.sequences WHERE id = $1 FOR UPDATE",
         id
     )
-    .fetch_one(&mut **tx)
+    .fetch_one(&mut *tx)
     .await
     .map_err(RegistryError::from_db)
 }
@@ -312,14 +312,14 @@ struct NewRange {
 }
 
 async fn insert_range(
-    tx: &mut Transaction<'_, Postgres>,
+    tx: &mut RegistryTx,
     sequence_id: i32,
     namespace: &str,
     increment: Increment,
     range: NewRange,
 ) -> Result<i32, RegistryError> {
     let range_id = sqlx::query_scalar!(r#"SELECT nextval('seqvend.range_ids')::integer AS "id!""#)
-        .fetch_one(&mut **tx)
+        .fetch_one(&mut *tx)
         .await
         .map_err(RegistryError::from_db)?;
     let oid = ddl::create_range_sequence(tx, range_id, range.bounds, increment, range.start)
@@ -338,7 +338,7 @@ async fn insert_range(
         range.status.as_db(),
         oid
     )
-    .execute(&mut **tx)
+    .execute(&mut *tx)
     .await
     .map_err(|err| {
         RegistryError::on_constraint(err, "ranges_no_overlap", || RegistryError::RangeOverlap {
@@ -352,7 +352,7 @@ async fn insert_range(
 
 /// Records an admin's change to a sequence, with the name of the token that made it.
 pub(super) async fn record_event(
-    tx: &mut Transaction<'_, Postgres>,
+    tx: &mut RegistryTx,
     sequence_id: i32,
     range_id: Option<i32>,
     kind: &str,
@@ -366,7 +366,7 @@ pub(super) async fn record_event(
         kind,
         by
     )
-    .execute(&mut **tx)
+    .execute(&mut *tx)
     .await
     .map_err(RegistryError::from_db)?;
     Ok(())

@@ -2,9 +2,9 @@
 //! holds (every sample of the last 70 minutes, one per 5 minutes back to a day; see the
 //! usage migration).
 
+use crate::db::Registry;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use sqlx::PgPool;
 use utoipa::ToSchema;
 
 use super::RegistryError;
@@ -24,7 +24,7 @@ pub struct UsageSample {
 
 /// `name`'s samples, oldest first (none for a sequence that does not exist).
 pub async fn usage_samples(
-    pool: &PgPool,
+    pool: &Registry,
     name: &SequenceName,
 ) -> Result<Vec<UsageSample>, RegistryError> {
     let rows = sqlx::query!(

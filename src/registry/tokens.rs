@@ -2,9 +2,9 @@
 //! instances that check them. Every change is announced on `TOKENS_CHANNEL` (the token's id)
 //! when it commits, and recorded in the event log with the token that made it.
 
+use crate::db::{Registry, RegistryTx};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use sqlx::PgPool;
 use utoipa::ToSchema;
 
 use super::RegistryError;
@@ -36,7 +36,7 @@ pub struct TokenView {
     pub last_used_at: Option<DateTime<Utc>>,
 }
 
-pub async fn token_by_id(pool: &PgPool, id: i64) -> Result<Option<StoredToken>, RegistryError> {
+pub async fn token_by_id(pool: &Registry, id: i64) -> Result<Option<StoredToken>, RegistryError> {
     sqlx::query_as!(
         StoredToken,
         r#"SELECT id, name, secret_hash, scopes, revoked_at IS NOT NULL AS "revoked!"
@@ -48,7 +48,7 @@ pub async fn token_by_id(pool: &PgPool, id: i64) -> Result<Option<StoredToken>, 
     .map_err(RegistryError::from_db)
 }
 
-pub async fn touch_token(pool: &PgPool, id: i64) -> Result<(), RegistryError> {
+pub async fn touch_token(pool: &Registry, id: i64) -> Result<(), RegistryError> {
     sqlx::query!(
         "UPDATE seqvend.tokens SET last_used_at = now() WHERE id = $1",
         id
@@ -61,7 +61,7 @@ pub async fn touch_token(pool: &PgPool, id: i64) -> Result<(), RegistryError> {
 
 /// Creates a token; `scopes` were checked by the caller.
 pub async fn create_token(
-    pool: &PgPool,
+    pool: &Registry,
     name: &str,
     secret_hash: &[u8],
     scopes: &[String],
@@ -78,7 +78,7 @@ pub async fn create_token(
         scopes,
         by
     )
-    .fetch_one(&mut *tx)
+    .fetch_one(&mut tx)
     .await
     .map_err(|err| {
         RegistryError::on_constraint(err, "tokens_name_key", || {
@@ -92,7 +92,7 @@ pub async fn create_token(
     Ok(token)
 }
 
-pub async fn list_tokens(pool: &PgPool) -> Result<Vec<TokenView>, RegistryError> {
+pub async fn list_tokens(pool: &Registry) -> Result<Vec<TokenView>, RegistryError> {
     sqlx::query_as!(
         TokenView,
         "SELECT id, name, scopes, created_at, created_by, revoked_at, revoked_by, last_used_at
@@ -104,7 +104,7 @@ pub async fn list_tokens(pool: &PgPool) -> Result<Vec<TokenView>, RegistryError>
 }
 
 /// Revokes a token (revoking it again answers the same, recording nothing more).
-pub async fn revoke_token(pool: &PgPool, id: i64, by: &str) -> Result<TokenView, RegistryError> {
+pub async fn revoke_token(pool: &Registry, id: i64, by: &str) -> Result<TokenView, RegistryError> {
     let mut tx = pool.begin().await.map_err(RegistryError::from_db)?;
     let revoked = sqlx::query_as!(
         TokenView,
@@ -114,7 +114,7 @@ pub async fn revoke_token(pool: &PgPool, id: i64, by: &str) -> Result<TokenView,
         id,
         by
     )
-    .fetch_optional(&mut *tx)
+    .fetch_optional(&mut tx)
     .await
     .map_err(RegistryError::from_db)?;
     let Some(token) = revoked else {
@@ -138,7 +138,7 @@ pub async fn revoke_token(pool: &PgPool, id: i64, by: &str) -> Result<TokenView,
 }
 
 async fn audit(
-    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    tx: &mut RegistryTx,
     kind: &str,
     by: &str,
     detail: &str,
@@ -149,18 +149,15 @@ async fn audit(
         by,
         detail
     )
-    .execute(&mut **tx)
+    .execute(&mut *tx)
     .await
     .map_err(RegistryError::from_db)?;
     Ok(())
 }
 
-async fn announce(
-    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
-    id: i64,
-) -> Result<(), RegistryError> {
+async fn announce(tx: &mut RegistryTx, id: i64) -> Result<(), RegistryError> {
     sqlx::query!("SELECT pg_notify($1, $2)", TOKENS_CHANNEL, id.to_string())
-        .execute(&mut **tx)
+        .execute(&mut *tx)
         .await
         .map_err(RegistryError::from_db)?;
     Ok(())

@@ -4,14 +4,14 @@
 
 use std::time::Duration;
 
-use sqlx::{PgPool, Postgres, Transaction};
+use crate::db::{Registry, RegistryTx};
 
 use super::RegistryError;
 use crate::domain::AlertKind;
 
 /// Every sequence's usage is observed from its creation: a first sample of 0 values.
 pub(super) async fn record_first_sample(
-    tx: &mut Transaction<'_, Postgres>,
+    tx: &mut RegistryTx,
     sequence_id: i32,
 ) -> Result<(), RegistryError> {
     sqlx::query!(
@@ -19,7 +19,7 @@ pub(super) async fn record_first_sample(
          ON CONFLICT DO NOTHING",
         sequence_id
     )
-    .execute(&mut **tx)
+    .execute(&mut *tx)
     .await
     .map_err(RegistryError::from_db)?;
     Ok(())
@@ -27,7 +27,7 @@ pub(super) async fn record_first_sample(
 
 /// Claims this round of sampling for this instance if no instance started one within the
 /// last `every` (less a tenth, so that instances ticking at the same pace never skip one).
-pub async fn claim_sampling_round(pool: &PgPool, every: Duration) -> Result<bool, RegistryError> {
+pub async fn claim_sampling_round(pool: &Registry, every: Duration) -> Result<bool, RegistryError> {
     let claimed = sqlx::query_scalar!(
         r#"UPDATE seqvend.usage_rounds SET sampled_at = now()
             WHERE sampled_at <= now() - make_interval(secs => $1)
@@ -42,7 +42,10 @@ pub async fn claim_sampling_round(pool: &PgPool, every: Duration) -> Result<bool
 
 /// Records `(sequence id, values used so far)` for each sequence whose count changed since
 /// its latest sample; returns how many samples were stored.
-pub async fn record_samples(pool: &PgPool, samples: &[(i32, u128)]) -> Result<u64, RegistryError> {
+pub async fn record_samples(
+    pool: &Registry,
+    samples: &[(i32, u128)],
+) -> Result<u64, RegistryError> {
     let ids: Vec<i32> = samples.iter().map(|(id, _)| *id).collect();
     let used: Vec<String> = samples.iter().map(|(_, used)| used.to_string()).collect();
     let stored = sqlx::query!(
@@ -66,21 +69,21 @@ pub async fn record_samples(pool: &PgPool, samples: &[(i32, u128)]) -> Result<u6
 
 /// Every five minutes (across all instances), thins old samples; returns how many were
 /// deleted, or None when it was not yet time.
-pub async fn thin_samples_if_due(pool: &PgPool) -> Result<Option<i64>, RegistryError> {
+pub async fn thin_samples_if_due(pool: &Registry) -> Result<Option<i64>, RegistryError> {
     let mut tx = pool.begin().await.map_err(RegistryError::from_db)?;
     let due = sqlx::query_scalar!(
         r#"UPDATE seqvend.usage_rounds SET thinned_at = now()
             WHERE thinned_at <= now() - interval '5 minutes'
         RETURNING true AS "due!""#
     )
-    .fetch_optional(&mut *tx)
+    .fetch_optional(&mut tx)
     .await
     .map_err(RegistryError::from_db)?;
     if due.is_none() {
         return Ok(None);
     }
     let deleted = sqlx::query_scalar!(r#"SELECT seqvend.thin_usage_samples() AS "deleted!""#)
-        .fetch_one(&mut *tx)
+        .fetch_one(&mut tx)
         .await
         .map_err(RegistryError::from_db)?;
     tx.commit().await.map_err(RegistryError::from_db)?;
@@ -97,7 +100,7 @@ pub struct AlertEvent {
 /// Stores the alerts a sequence now crosses and records an event per change, if the stored
 /// set is still `was` (another round may have judged it meanwhile). Returns whether it did.
 pub async fn record_alerts(
-    pool: &PgPool,
+    pool: &Registry,
     sequence_id: i32,
     was: &[AlertKind],
     now: &[AlertKind],
@@ -114,7 +117,7 @@ pub async fn record_alerts(
         &as_text(was),
         &as_text(now)
     )
-    .execute(&mut *tx)
+    .execute(&mut tx)
     .await
     .map_err(RegistryError::from_db)?;
     if updated.rows_affected() == 0 {
@@ -133,7 +136,7 @@ pub async fn record_alerts(
             kind,
             format!("{}: {}", event.kind.as_str(), event.detail)
         )
-        .execute(&mut *tx)
+        .execute(&mut tx)
         .await
         .map_err(RegistryError::from_db)?;
     }

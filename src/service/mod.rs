@@ -16,7 +16,7 @@ mod workers;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sqlx::PgPool;
+use crate::db::Registry;
 
 pub use keys::KeyInFlight;
 pub use lease::{BlockLease, BlockLeaseAsk, LeaseRefused};
@@ -46,7 +46,7 @@ pub struct Service {
 
 /// The parts a `Service` is made of (see `startup`).
 pub struct Parts {
-    pub registry: PgPool,
+    pub registry: Registry,
     pub vend_pool: VendPool,
     pub vender: Vender,
     pub counters: Counters,
@@ -89,7 +89,7 @@ impl Service {
     }
 
     /// The registry pool, for the reads and writes of the registry's own resources.
-    pub fn registry(&self) -> &PgPool {
+    pub fn registry(&self) -> &Registry {
         &self.parts.registry
     }
 

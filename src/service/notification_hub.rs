@@ -8,8 +8,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use sqlx::postgres::PgListener;
-use sqlx::PgPool;
+use crate::db::Registry;
 
 use crate::auth::TokenChanges;
 use crate::cache::{Closed, InstanceCache};
@@ -18,7 +17,7 @@ use crate::registry::{Catalog, Change, ChangeKind, Known, CHANGES_CHANNEL, TOKEN
 
 /// Starts the hub; it reconnects for as long as the task runs.
 pub fn spawn(
-    registry: PgPool,
+    registry: Registry,
     cache: InstanceCache,
     catalog: Arc<Catalog>,
     tokens: Arc<TokenChanges>,
@@ -34,12 +33,12 @@ pub fn spawn(
 }
 
 async fn listen(
-    registry: &PgPool,
+    registry: &Registry,
     cache: &InstanceCache,
     catalog: &Catalog,
     tokens: &TokenChanges,
 ) -> Result<(), sqlx::Error> {
-    let mut listener = PgListener::connect_with(registry).await?;
+    let mut listener = registry.listener().await?;
     listener
         .listen_all([CHANGES_CHANNEL, TOKENS_CHANNEL])
         .await?;
@@ -71,7 +70,7 @@ async fn catch_up(cache: &InstanceCache, catalog: &Catalog) {
     }
 }
 
-async fn apply(registry: &PgPool, cache: &InstanceCache, catalog: &Catalog, change: Change) {
+async fn apply(registry: &Registry, cache: &InstanceCache, catalog: &Catalog, change: Change) {
     catalog.forget(&change.sequence);
     match change.kind {
         ChangeKind::Retired => cache.evict(&change.sequence, Closed::Retired).await,

@@ -8,7 +8,7 @@ mod gauges;
 
 use std::sync::Arc;
 
-use sqlx::PgPool;
+use crate::db::Registry;
 use tokio::task::JoinHandle;
 
 use crate::domain::{AlertKind, Crossing};
@@ -17,7 +17,7 @@ use crate::registry::{self, AlertEvent, RegistryError, SequenceRecord};
 use crate::settings::WatchSettings;
 pub use gauges::SequenceGauge;
 
-pub fn spawn(pool: PgPool, metrics: Arc<Metrics>, settings: WatchSettings) -> JoinHandle<()> {
+pub fn spawn(pool: Registry, metrics: Arc<Metrics>, settings: WatchSettings) -> JoinHandle<()> {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(settings.interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -41,7 +41,7 @@ pub fn spawn(pool: PgPool, metrics: Arc<Metrics>, settings: WatchSettings) -> Jo
 const PAGE: i64 = 500;
 
 async fn round(
-    pool: &PgPool,
+    pool: &Registry,
     metrics: &Metrics,
     settings: &WatchSettings,
 ) -> Result<(), RegistryError> {
@@ -76,7 +76,7 @@ async fn round(
 
 /// Raises and clears `record`'s alerts as its state now stands; returns those raised.
 async fn judge_alerts(
-    pool: &PgPool,
+    pool: &Registry,
     record: &SequenceRecord,
 ) -> Result<Vec<AlertKind>, RegistryError> {
     let was = &record.view.alerts.raised;

@@ -285,7 +285,10 @@ async fn keys_expire_and_are_purged_with_a_bound_per_token() {
         .await
         .unwrap();
     let pool = sqlx::PgPool::connect(&db.url).await.unwrap();
-    let purged = seqvend::registry::purge_answers(&pool, 3).await.unwrap();
+    let registry = seqvend::db::Registry::from_pool(pool);
+    let purged = seqvend::registry::purge_answers(&registry, 3)
+        .await
+        .unwrap();
     assert!(purged >= 3, "the expired one and two crowded: {purged}");
     let old: i64 = client
         .query_one(

@@ -101,25 +101,26 @@ async fn lease_and_worker_id_writes_commit_synchronously_whatever_the_session_sa
     .fetch_one(&pool)
     .await
     .unwrap();
+    let registry = seqvend::db::Registry::from_pool(pool.clone());
     let renewed =
-        seqvend::registry::renew_instance_leases(&pool, RACING_HOLDER, Duration::from_secs(60))
+        seqvend::registry::renew_instance_leases(&registry, RACING_HOLDER, Duration::from_secs(60))
             .await
             .unwrap();
     assert!(renewed.contains(&lease));
-    seqvend::registry::release_lease(&pool, lease)
+    seqvend::registry::release_lease(&registry, lease)
         .await
         .unwrap();
 
     // A worker id: taken, renewed, released.
     let length = Duration::from_secs(30);
-    let worker = seqvend::ids::worker_lease::take(&pool, 1_000, length)
+    let worker = seqvend::ids::worker_lease::take(&registry, 1_000, length)
         .await
         .unwrap();
     let worker_id = i64::from(worker.worker_id);
-    seqvend::ids::worker_lease::renew(&pool, worker_id, &worker.holder, 2_000, length)
+    seqvend::ids::worker_lease::renew(&registry, worker_id, &worker.holder, 2_000, length)
         .await
         .unwrap();
-    seqvend::ids::worker_lease::release(&pool, worker.worker_id, &worker.holder, 2_000)
+    seqvend::ids::worker_lease::release(&registry, worker.worker_id, &worker.holder, 2_000)
         .await
         .unwrap();
 
@@ -187,7 +188,8 @@ async fn leased_sequence(db: &TestDb, name: &str) -> (TestApp, PgPool, i64) {
 fn spawn_renewal(pool: &PgPool) -> tokio::task::JoinHandle<std::collections::HashSet<i64>> {
     let pool = pool.clone();
     tokio::spawn(async move {
-        seqvend::registry::renew_instance_leases(&pool, RACING_HOLDER, Duration::from_secs(60))
+        let registry = seqvend::db::Registry::from_pool(pool);
+        seqvend::registry::renew_instance_leases(&registry, RACING_HOLDER, Duration::from_secs(60))
             .await
             .unwrap()
     })
@@ -197,7 +199,8 @@ fn spawn_retirement(pool: &PgPool, name: &str) -> tokio::task::JoinHandle<()> {
     let pool = pool.clone();
     let name = SequenceName::parse(name).unwrap();
     tokio::spawn(async move {
-        seqvend::registry::retire_sequence(&pool, &name, "test")
+        let registry = seqvend::db::Registry::from_pool(pool);
+        seqvend::registry::retire_sequence(&registry, &name, "test")
             .await
             .unwrap();
     })

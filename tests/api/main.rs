@@ -1,4 +1,6 @@
 //! seqvend's integration tests: real HTTP against real PostgreSQL clusters.
+// The tests look at the database with sqlx directly, beside seqvend's registry handle.
+#![allow(clippy::disallowed_types)]
 
 mod api_reference;
 mod by_hand;

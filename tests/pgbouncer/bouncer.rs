@@ -133,8 +133,16 @@ pub fn database_of(url: &str) -> &str {
     url.rsplit('/').next().unwrap().split('?').next().unwrap()
 }
 
-/// `settings` for an instance whose vend pool goes through a pooler (found out at startup,
-/// as by default) while its registry, listener and migrations use `direct`.
+/// Two server connections for everything seqvend sends through PgBouncer: concurrent
+/// clients' transactions take turns on them, so a statement that outlived its transaction, or
+/// was split across two server connections, meets another client's.
+const SMALL_SERVER_POOL: &str = "default_pool_size = 2";
+
+/// How long an instance under test may take to connect (to PgBouncer) on a loaded machine.
+const PATIENT_CONNECT: Duration = Duration::from_secs(5);
+
+/// `settings` for an instance whose vend and registry pools go through a pooler (found out at
+/// startup, as by default) while its listener and migrations use `direct`.
 pub fn behind_pooler(mut settings: Settings, direct: &TestDb) -> Settings {
     settings.database.direct_url = Some(DirectUrl(direct.url.clone()));
     settings
@@ -152,9 +160,12 @@ impl Pooled {
         Self::start_on(TestDb::shared().await, settings).await
     }
 
-    /// The same on `db`, e.g. a database in a cluster of the test's own.
-    pub async fn start_on(db: TestDb, settings: Settings) -> Self {
-        let bouncer = Bouncer::start(&db.url);
+    /// The same on `db`, e.g. a database in a cluster of the test's own, with room for a
+    /// loaded machine to connect through PgBouncer (these tests are not about connect
+    /// timeouts).
+    pub async fn start_on(db: TestDb, mut settings: Settings) -> Self {
+        settings.database.connect_timeout = settings.database.connect_timeout.max(PATIENT_CONNECT);
+        let bouncer = Bouncer::start_with(&db.url, SMALL_SERVER_POOL);
         let pooled = TestDb {
             url: bouncer.url_for(&db.url),
         };
@@ -162,12 +173,9 @@ impl Pooled {
         Self { app, bouncer, db }
     }
 
-    /// With the API tests' settings, and room for a loaded machine to connect through
-    /// PgBouncer (these tests are not about connect timeouts).
+    /// With the API tests' settings.
     pub async fn with_test_settings() -> Self {
-        let mut settings = test_settings();
-        settings.database.connect_timeout = Duration::from_secs(5);
-        Self::start(settings).await
+        Self::start(test_settings()).await
     }
 
     /// Creates the counter family `name` with the default parameters.

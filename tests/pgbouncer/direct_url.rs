@@ -1,5 +1,5 @@
-//! What must bypass the pooler (the notification listener, migrations, the registry) refuses
-//! to start on one, whether PgBouncer refuses seqvend's startup options or drops them.
+//! What must bypass the pooler (the notification listener, migrations) refuses to start on
+//! one, whether PgBouncer refuses seqvend's startup options or drops them.
 
 use seqvend::settings::DirectUrl;
 use seqvend::startup::Application;

@@ -69,12 +69,7 @@ async fn values_whose_commit_the_standby_did_not_confirm_are_withheld_through_pg
         .unwrap();
     dba.batch_execute("SELECT pg_reload_conf()").await.unwrap();
     // Commits that waited since (the registry's renewals) go on at once.
-    dba.batch_execute(
-        "SELECT pg_cancel_backend(pid) FROM pg_stat_activity \
-         WHERE datname = current_database() AND wait_event = 'SyncRep'",
-    )
-    .await
-    .unwrap();
+    cancel_waiting_commits(&dba).await;
     let next = eventually_some(Duration::from_secs(20), "vending resumes", || async {
         let reply = pooled.app.next("sync").await;
         (reply.status == StatusCode::OK).then(|| reply.body["value"].as_i64().unwrap())
@@ -113,4 +108,14 @@ where
             None => assert_eq!(request.await.unwrap().status, StatusCode::OK),
         }
     }
+}
+
+/// Cancels every commit of this database waiting for the synchronous standby.
+async fn cancel_waiting_commits(dba: &tokio_postgres::Client) {
+    dba.batch_execute(
+        "SELECT pg_cancel_backend(pid) FROM pg_stat_activity \
+         WHERE datname = current_database() AND wait_event = 'SyncRep'",
+    )
+    .await
+    .unwrap();
 }

@@ -1,6 +1,7 @@
 //! seqvend through a real PgBouncer 1.18 in transaction mode (started by
-//! scripts/pgbouncer.sh in front of the API tests' cluster): the API's core paths, the direct
-//! URL that must bypass it, and a PgBouncer restart and PAUSE/RESUME under load.
+//! scripts/pgbouncer.sh in front of the API tests' cluster, with two server connections): the
+//! API's core paths and the registry's, both pools through it; the direct URL that must bypass
+//! it; and a PgBouncer restart and PAUSE/RESUME under load.
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -14,3 +15,4 @@ mod core;
 mod direct_url;
 mod durability;
 mod faults;
+mod registry;
