@@ -1,5 +1,5 @@
 //! The registry of sequences and their ranges: the queries that read and change it
-//! (`queries`), the views they answer with (`views`) and what can go wrong (`error`); what the
+//! (`queries`; many at a time in name order, `listing`), the views they answer with (`views`) and what can go wrong (`error`); what the
 //! vend path needs of each sequence, read once and kept in memory (`formats`, `catalog`); the
 //! settings, cache policy and the leases on cached blocks (`cache`); each sequence's history
 //! (`events`); usage samples and raised alerts (`usage`), and the samples as a series
@@ -24,7 +24,9 @@ pub use cache::{
 };
 pub use catalog::{Catalog, Entry, Known};
 pub use error::RegistryError;
-pub use events::{api_kind, list_all_events, list_events, EventPage, EventRange, EventView};
+pub use events::{
+    api_kind, list_all_events, list_events, EventCursor, EventPage, EventRange, EventView,
+};
 pub use families::{
     create_family, get_counter, get_family, list_families, retire_family, CounterView, FamilyPage,
     FamilyView,
