@@ -13,6 +13,7 @@ mod families;
 mod formats;
 mod idempotency;
 mod leases;
+mod listing;
 mod queries;
 mod samples;
 mod tokens;
@@ -37,9 +38,9 @@ pub use leases::{
     release_holder_leases, release_lease, release_sequence_leases, renew_instance_leases,
     sweep_leases,
 };
+pub use listing::{list_sequences, sequences_between, slice_ends};
 pub use queries::{
-    add_range, create_sequence, get_sequence, list_sequences, live_sequences, retire_sequence,
-    NewSequence,
+    add_range, create_sequence, get_sequence, live_sequences, retire_sequence, NewSequence,
 };
 pub use samples::{usage_samples, UsageSample};
 pub use tokens::{

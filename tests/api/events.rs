@@ -1,4 +1,5 @@
-//! GET /sequences/{name}/events: a sequence's history, oldest first, in the API's words.
+//! GET /sequences/{name}/events: a sequence's history, oldest first or newest first, in the
+//! API's words.
 
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
@@ -182,6 +183,85 @@ async fn events_page_by_id_with_after_and_next_and_each_page_keeps_to_its_sequen
     );
 }
 
+/// Reads every page of `name`'s events newest first, `limit` at a time; returns the ids in
+/// the order read and how many pages it took.
+async fn newest_first(app: &TestApp, name: &str, limit: u32) -> (Vec<i64>, usize) {
+    let (mut seen, mut pages) = (Vec::new(), 0);
+    let mut query = format!("?order=newest&limit={limit}");
+    loop {
+        let page = events(app, name, &query).await;
+        assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+        pages += 1;
+        let ids = ids(&page.body);
+        seen.extend(&ids);
+        match page.body["next"].as_i64() {
+            Some(next) => {
+                assert_eq!(
+                    Some(&next),
+                    ids.last(),
+                    "next is the page's last (oldest) id"
+                );
+                query = format!("?limit={limit}&before={next}");
+            }
+            None => return (seen, pages),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn newest_first_pages_backwards_with_before_and_keeps_to_its_sequence() {
+    let app = spawn_app().await;
+    app.create_ok("latest", 1, 10).await;
+    app.create_ok("beside", 1_000, 1_010).await;
+    for i in 1..=4 {
+        let min = i * 100;
+        assert_eq!(
+            app.add_range("latest", min, min + 9).await.status,
+            StatusCode::CREATED
+        );
+        let theirs = 1_000 * (i + 1);
+        assert_eq!(
+            app.add_range("beside", theirs, theirs + 9).await.status,
+            StatusCode::CREATED
+        );
+    }
+    let oldest_first = ids(&events(&app, "latest", "").await.body);
+    assert_eq!(oldest_first.len(), 5, "created and four ranges");
+    let mut expected = oldest_first.clone();
+    expected.reverse();
+
+    let (seen, pages) = newest_first(&app, "latest", 2).await;
+    assert_eq!((seen, pages), (expected.clone(), 3));
+    let first = events(&app, "latest", "?order=newest&limit=1").await.body;
+    assert_eq!(first["events"][0]["kind"], "range_added");
+    assert_eq!(first["events"][0]["range"], json!({"min": 400, "max": 409}));
+    // `before` alone reads newest first; before the oldest there is nothing.
+    let older = events(&app, "latest", &format!("?before={}", expected[0])).await;
+    assert_eq!(ids(&older.body), expected[1..]);
+    let none = events(&app, "latest", &format!("?before={}", expected[4])).await;
+    assert_eq!(none.body, json!({"events": [], "next": null}));
+
+    // The whole log, newest first, is the oldest-first log reversed.
+    let all = |query: &'static str| {
+        let app = &app;
+        async move {
+            let reply = app
+                .request(
+                    Method::GET,
+                    &format!("/events{query}"),
+                    Some(ADMIN_TOKEN),
+                    None,
+                )
+                .await;
+            assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+            ids(&reply.body)
+        }
+    };
+    let mut log = all("?limit=1000").await;
+    log.reverse();
+    assert_eq!(all("?order=newest&limit=1000").await, log);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn bad_paging_parameters_are_400_and_an_unknown_sequence_404() {
     let app = spawn_app().await;
@@ -192,7 +272,13 @@ async fn bad_paging_parameters_are_400_and_an_unknown_sequence_404() {
         "?limit=ten",
         "?after=-1",
         "?after=first",
-        "?before=3",
+        // An unknown parameter.
+        "?since=3",
+        "?before=-1",
+        "?order=latest",
+        "?order=newest&after=1",
+        "?order=oldest&before=3",
+        "?after=1&before=3",
     ] {
         events(&app, "known", query)
             .await
