@@ -7,12 +7,11 @@ use actix_web::{web, HttpResponse};
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
-use super::access::require_on_sequence;
+use super::access::readable_sequence;
 use super::caller::Caller;
 use super::error::{ApiError, ErrorBody, RegistryFailures};
 use super::paging::page_limit;
 use crate::auth::{Resource, Verb};
-use crate::domain::SequenceName;
 use crate::registry::{EventCursor, EventPage};
 use crate::service::Service;
 
@@ -64,8 +63,7 @@ pub async fn list(
     name: web::Path<String>,
     query: web::Query<EventsQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let name = SequenceName::parse(&name)?;
-    require_on_sequence(&caller, Verb::Read, &service, &name).await?;
+    let name = readable_sequence(&caller, &service, &name).await?;
     let (cursor, limit) = query.page()?;
     Ok(HttpResponse::Ok().json(service.list_events(&name, cursor, limit).await?))
 }
