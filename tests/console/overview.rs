@@ -104,7 +104,12 @@ async fn the_overview_puts_the_soonest_to_run_out_first_and_pages_and_filters_ma
 
     let browser = Browser::start(&served.address()).await;
     browser.sign_in(ADMIN_TOKEN).await;
-    let total = count + 3;
+    // As the page prints it: grouped in the browser's locale ("10,003").
+    let script = format!(
+        "return new Intl.NumberFormat(undefined, {{ maximumFractionDigits: 0 }}).format({})",
+        count + 3
+    );
+    let total = browser.script(&script).await.as_str().unwrap().to_owned();
     browser.text_of("#shown", &format!("1–50 of {total}")).await;
     let names = browser.all("table.sequences tbody th a").await;
     let mut first = Vec::new();
