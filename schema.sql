@@ -418,11 +418,14 @@ BEGIN
     IF NOT EXISTS (SELECT FROM pg_catalog.pg_sequence WHERE seqrelid = p_seq) THEN
         RETURN p_mark;
     END IF;
-    -- A regclass prints as a quoted, qualified name.
-    EXECUTE format('SELECT last_value, is_called FROM %s', p_seq) INTO position, called;
-    taken := CASE WHEN called THEN position ELSE position::numeric - p_increment END;
-    IF taken NOT BETWEEN -9223372036854775808 AND 9223372036854775807 THEN
-        taken := NULL;  -- restarted at the very first value of the bigint space
+    taken := pg_sequence_last_value(p_seq);
+    IF taken IS NULL THEN
+        -- A regclass prints as a quoted, qualified name.
+        EXECUTE format('SELECT last_value, is_called FROM %s', p_seq) INTO position, called;
+        taken := CASE WHEN called THEN position ELSE position::numeric - p_increment END;
+        IF taken NOT BETWEEN -9223372036854775808 AND 9223372036854775807 THEN
+            taken := NULL;  -- restarted at the very first value of the bigint space
+        END IF;
     END IF;
     IF p_mark IS NULL THEN
         RETURN taken;
@@ -645,7 +648,7 @@ $$;
 -- Name: usage_since(integer, interval); Type: FUNCTION; Schema: seqvend; Owner: -
 --
 
-CREATE FUNCTION seqvend.usage_since(p_sequence integer, p_window interval, OUT used numeric, OUT span_seconds double precision) RETURNS record
+CREATE FUNCTION seqvend.usage_since(p_sequence integer, p_window interval) RETURNS TABLE(used numeric, span_seconds double precision)
     LANGUAGE sql STABLE
     AS $$
     SELECT s.used,

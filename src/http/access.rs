@@ -46,3 +46,15 @@ pub async fn require_on_sequence(
     )?;
     Ok(known)
 }
+
+/// The sequence a read handler's path names, once `caller` may read it: the name parsed
+/// (400 `invalid_name`) and the read scope checked (403) before anything is looked up.
+pub async fn readable_sequence(
+    caller: &Caller,
+    service: &Service,
+    raw: &str,
+) -> Result<SequenceName, ApiError> {
+    let name = SequenceName::parse(raw)?;
+    require_on_sequence(caller, Verb::Read, service, &name).await?;
+    Ok(name)
+}

@@ -1,17 +1,18 @@
 //! `GET /sequences/{name}/events`: a sequence's history; `GET /events`: the whole log, the
-//! audit trail of admin actions and token changes included. Oldest first, paged by event id.
+//! audit trail of admin actions and token changes included. Paged by event id: oldest first
+//! (`after`), or newest first (`order=newest`, then `before`), so that a long history's
+//! latest events come at once.
 
 use actix_web::{web, HttpResponse};
 use serde::Deserialize;
-use utoipa::IntoParams;
+use utoipa::{IntoParams, ToSchema};
 
-use super::access::require_on_sequence;
+use super::access::readable_sequence;
 use super::caller::Caller;
 use super::error::{ApiError, ErrorBody, RegistryFailures};
 use super::paging::page_limit;
 use crate::auth::{Resource, Verb};
-use crate::domain::SequenceName;
-use crate::registry::EventPage;
+use crate::registry::{EventCursor, EventPage};
 use crate::service::Service;
 
 #[derive(Deserialize, IntoParams)]
@@ -21,9 +22,24 @@ pub struct EventsQuery {
     /// Page size, 1–1000 (default 100).
     #[param(minimum = 1, maximum = 1000)]
     limit: Option<u32>,
-    /// The `next` of the previous page: events with a greater id (default: from the first).
+    /// Oldest first: the `next` of the previous page, events with a greater id (default:
+    /// from the first).
     #[param(minimum = 0)]
     after: Option<i64>,
+    /// Newest first: the `next` of the previous page, events with a smaller id (implies
+    /// `order=newest`).
+    #[param(minimum = 0)]
+    before: Option<i64>,
+    /// `oldest` (the default) or `newest` first.
+    #[param(inline)]
+    order: Option<EventOrder>,
+}
+
+#[derive(Deserialize, ToSchema, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum EventOrder {
+    Oldest,
+    Newest,
 }
 
 #[utoipa::path(
@@ -33,7 +49,7 @@ pub struct EventsQuery {
         EventsQuery,
     ),
     responses(
-        (status = 200, description = "A page of the sequence's events, oldest first", body = EventPage),
+        (status = 200, description = "A page of the sequence's events, oldest or newest first", body = EventPage),
         (status = 400, description = "invalid_name or invalid_request", body = ErrorBody),
         (status = 401, description = "unauthorized", body = ErrorBody),
         (status = 403, description = "forbidden: the token has no read scope on the sequence", body = ErrorBody),
@@ -47,16 +63,15 @@ pub async fn list(
     name: web::Path<String>,
     query: web::Query<EventsQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let name = SequenceName::parse(&name)?;
-    require_on_sequence(&caller, Verb::Read, &service, &name).await?;
-    let (after, limit) = query.page()?;
-    Ok(HttpResponse::Ok().json(service.list_events(&name, after, limit).await?))
+    let name = readable_sequence(&caller, &service, &name).await?;
+    let (cursor, limit) = query.page()?;
+    Ok(HttpResponse::Ok().json(service.list_events(&name, cursor, limit).await?))
 }
 
 #[utoipa::path(
     get, path = "/events", tag = "admin", params(EventsQuery),
     responses(
-        (status = 200, description = "A page of all events, oldest first: every sequence's, and token changes", body = EventPage),
+        (status = 200, description = "A page of all events, oldest or newest first: every sequence's, and token changes", body = EventPage),
         (status = 400, description = "invalid_request", body = ErrorBody),
         (status = 401, description = "unauthorized", body = ErrorBody),
         (status = 403, description = "forbidden: the token is no admin of everything (admin:*)", body = ErrorBody),
@@ -69,19 +84,89 @@ pub async fn list_all(
     query: web::Query<EventsQuery>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Verb::Admin, Resource::Service)?;
-    let (after, limit) = query.page()?;
-    Ok(HttpResponse::Ok().json(service.list_all_events(after, limit).await?))
+    let (cursor, limit) = query.page()?;
+    Ok(HttpResponse::Ok().json(service.list_all_events(cursor, limit).await?))
 }
 
 impl EventsQuery {
-    fn page(&self) -> Result<(i64, u32), ApiError> {
+    fn page(&self) -> Result<(EventCursor, u32), ApiError> {
         let limit = page_limit(self.limit)?;
-        let after = self.after.unwrap_or(0);
-        if after < 0 {
-            return Err(ApiError::InvalidRequest(
-                "`after` must be an event id (0 or more)".into(),
-            ));
+        Ok((self.cursor()?, limit))
+    }
+
+    /// Where the page starts: `after` pages oldest first, `before` newest first; giving one
+    /// with the other order is refused rather than guessed.
+    fn cursor(&self) -> Result<EventCursor, ApiError> {
+        let refuse = |message: &str| Err(ApiError::InvalidRequest(message.to_owned()));
+        if self.after.is_some_and(|id| id < 0) || self.before.is_some_and(|id| id < 0) {
+            return refuse("`after` and `before` must be event ids (0 or more)");
         }
-        Ok((after, limit))
+        match (self.order, self.after, self.before) {
+            (_, Some(_), Some(_)) => {
+                refuse("give `after` (oldest first) or `before` (newest first), not both")
+            }
+            (Some(EventOrder::Newest), Some(_), None) => {
+                refuse("`after` pages oldest first: with order=newest, page with `before`")
+            }
+            (Some(EventOrder::Oldest), None, Some(_)) => {
+                refuse("`before` pages newest first: drop order=oldest, or page with `after`")
+            }
+            (Some(EventOrder::Newest), None, before) | (None, None, before @ Some(_)) => {
+                Ok(EventCursor::Before(before))
+            }
+            (_, after, None) => Ok(EventCursor::After(after.unwrap_or(0))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{EventOrder, EventsQuery};
+    use crate::registry::EventCursor;
+
+    fn cursor(
+        order: Option<EventOrder>,
+        after: Option<i64>,
+        before: Option<i64>,
+    ) -> Option<EventCursor> {
+        let query = EventsQuery {
+            limit: None,
+            after,
+            before,
+            order,
+        };
+        query.cursor().ok()
+    }
+
+    #[test]
+    fn after_pages_oldest_first_and_before_newest_first() {
+        use EventOrder::{Newest, Oldest};
+        assert_eq!(cursor(None, None, None), Some(EventCursor::After(0)));
+        assert_eq!(
+            cursor(Some(Oldest), Some(5), None),
+            Some(EventCursor::After(5))
+        );
+        assert_eq!(
+            cursor(Some(Newest), None, None),
+            Some(EventCursor::Before(None))
+        );
+        assert_eq!(
+            cursor(None, None, Some(9)),
+            Some(EventCursor::Before(Some(9)))
+        );
+        assert_eq!(
+            cursor(Some(Newest), None, Some(9)),
+            Some(EventCursor::Before(Some(9)))
+        );
+    }
+
+    #[test]
+    fn a_bound_against_the_order_or_below_zero_is_refused() {
+        use EventOrder::{Newest, Oldest};
+        assert_eq!(cursor(Some(Newest), Some(5), None), None);
+        assert_eq!(cursor(Some(Oldest), None, Some(5)), None);
+        assert_eq!(cursor(None, Some(1), Some(5)), None);
+        assert_eq!(cursor(None, Some(-1), None), None);
+        assert_eq!(cursor(Some(Newest), None, Some(-1)), None);
     }
 }

@@ -7,7 +7,7 @@ use serde_json::Number;
 
 use utoipa::ToSchema;
 
-use super::access::{require_claim, require_on_sequence};
+use super::access::{readable_sequence, require_claim, require_on_sequence};
 use super::caller::Caller;
 use super::error::ApiError;
 use super::error::{ErrorBody, RegistryFailures};
@@ -293,8 +293,7 @@ pub async fn get(
     service: web::Data<Service>,
     name: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let name = SequenceName::parse(&name)?;
-    require_on_sequence(&caller, Verb::Read, &service, &name).await?;
+    let name = readable_sequence(&caller, &service, &name).await?;
     Ok(HttpResponse::Ok().json(service.get_sequence(&name).await?))
 }
 

@@ -5,11 +5,10 @@ use actix_web::{web, HttpResponse};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::access::require_on_sequence;
+use super::access::readable_sequence;
 use super::caller::Caller;
 use super::error::{ApiError, ErrorBody, RegistryFailures};
-use crate::auth::Verb;
-use crate::domain::{RangeStatus, SequenceName, SequenceStatus};
+use crate::domain::{RangeStatus, SequenceStatus};
 use crate::registry::{SequenceView, UsageSample};
 use crate::service::Service;
 
@@ -42,8 +41,7 @@ pub async fn get(
     service: web::Data<Service>,
     name: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let name = SequenceName::parse(&name)?;
-    require_on_sequence(&caller, Verb::Read, &service, &name).await?;
+    let name = readable_sequence(&caller, &service, &name).await?;
     let (sequence, samples) =
         tokio::try_join!(service.get_sequence(&name), service.usage_samples(&name))?;
     let next_value = next_value(&sequence);

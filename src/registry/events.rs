@@ -1,6 +1,6 @@
 //! The event log as the API shows it: a sequence's history, or (for admins) everything,
-//! tokens included; the rows of `seqvend.events`, oldest first, paged by event id; and the
-//! one place stored kinds are turned into the API's words.
+//! tokens included; the rows of `seqvend.events`, paged by event id oldest first or newest
+//! first; and the one place stored kinds are turned into the API's words.
 
 use crate::db::Registry;
 use chrono::{DateTime, Utc};
@@ -14,7 +14,7 @@ use crate::domain::SequenceName;
 /// One thing that happened to a sequence (or to a token).
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct EventView {
-    /// Increases with every event, across sequences; pass as `after` to page.
+    /// Increases with every event, across sequences; pass as `after` (or `before`) to page.
     pub id: i64,
     pub at: DateTime<Utc>,
     /// created, range_added, rollover, exhausted, retired, rewind_detected,
@@ -49,8 +49,30 @@ pub struct EventRange {
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct EventPage {
     pub events: Vec<EventView>,
-    /// Pass as `after` for the next page; null on the last page.
+    /// Pass as `after` for the next page (as `before` when reading newest first); null on
+    /// the last page.
     pub next: Option<i64>,
+}
+
+/// Where a page of events starts, and which way it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventCursor {
+    /// Oldest first, with ids above this one (0: from the first).
+    After(i64),
+    /// Newest first, with ids below this one (none: from the newest).
+    Before(Option<i64>),
+}
+
+impl EventCursor {
+    /// `(newest first, after, before)` as the queries take them: both bounds always set, the
+    /// one that does not apply wide open. Each query has an index-ordered branch per
+    /// direction, and PostgreSQL runs only the branch `newest first` selects.
+    fn bounds(self) -> (bool, i64, i64) {
+        match self {
+            EventCursor::After(after) => (false, after, i64::MAX),
+            EventCursor::Before(before) => (true, 0, before.unwrap_or(i64::MAX)),
+        }
+    }
 }
 
 /// The word the API uses for a stored kind. Some are stored under older or finer names (both
@@ -64,28 +86,35 @@ pub fn api_kind(stored: &str) -> &str {
     }
 }
 
-/// `name`'s events with ids above `after`, oldest first, at most `limit` of them.
+/// `name`'s events from `cursor` on, at most `limit` of them.
 pub async fn list_events(
     pool: &Registry,
     name: &SequenceName,
-    after: i64,
+    cursor: EventCursor,
     limit: u32,
 ) -> Result<EventPage, RegistryError> {
-    // One statement, so that a sequence with no events after `after` is told apart from no
+    let (newest_first, after, before) = cursor.bounds();
+    // One statement, so that a sequence with no events past the cursor is told apart from no
     // sequence at all: the sequence's row comes back either way (with NULL events).
     let rows = sqlx::query!(
         r#"SELECT e.id AS "id?", e.at AS "at?", e.kind AS "kind?", e.actor AS "actor?",
                   e.token, e.detail, r.min_value AS "min_value?", r.max_value AS "max_value?"
              FROM seqvend.sequences s
-             LEFT JOIN LATERAL (SELECT * FROM seqvend.events
-                                 WHERE sequence_id = s.id AND id > $2
-                                 ORDER BY id LIMIT $3) e ON true
+             LEFT JOIN LATERAL ((SELECT * FROM seqvend.events
+                                  WHERE NOT $4 AND sequence_id = s.id AND id > $2
+                                  ORDER BY id LIMIT $3)
+                                UNION ALL
+                                (SELECT * FROM seqvend.events
+                                  WHERE $4 AND sequence_id = s.id AND id < $5
+                                  ORDER BY id DESC LIMIT $3)) e ON true
              LEFT JOIN seqvend.ranges r ON r.id = e.range_id
             WHERE s.name = $1
-            ORDER BY e.id"#,
+            ORDER BY CASE WHEN $4 THEN -e.id ELSE e.id END"#,
         name.as_str(),
         after,
-        i64::from(limit) + 1
+        i64::from(limit) + 1,
+        newest_first,
+        before
     )
     .fetch_all(pool)
     .await
@@ -115,25 +144,29 @@ pub async fn list_events(
     Ok(page(events, limit))
 }
 
-/// Every event with an id above `after`, oldest first, at most `limit` of them: the audit
-/// trail of admin actions and token changes, and each sequence's history.
+/// Every event from `cursor` on, at most `limit` of them: the audit trail of admin actions
+/// and token changes, and each sequence's history.
 pub async fn list_all_events(
     pool: &Registry,
-    after: i64,
+    cursor: EventCursor,
     limit: u32,
 ) -> Result<EventPage, RegistryError> {
+    let (newest_first, after, before) = cursor.bounds();
     let rows = sqlx::query!(
-        r#"SELECT e.id, e.at, e.kind, e.actor, e.token, e.detail, s.name AS "sequence?",
-                  f.name AS "family?", r.min_value AS "min_value?", r.max_value AS "max_value?"
-             FROM seqvend.events e
+        r#"SELECT e.id AS "id!", e.at AS "at!", e.kind AS "kind!", e.actor AS "actor!", e.token,
+                  e.detail, s.name AS "sequence?", f.name AS "family?",
+                  r.min_value AS "min_value?", r.max_value AS "max_value?"
+             FROM ((SELECT * FROM seqvend.events WHERE NOT $3 AND id > $1 ORDER BY id LIMIT $2)
+                   UNION ALL
+                   (SELECT * FROM seqvend.events WHERE $3 AND id < $4 ORDER BY id DESC LIMIT $2)) e
              LEFT JOIN seqvend.sequences s ON s.id = e.sequence_id
              LEFT JOIN seqvend.families f ON f.id = e.family_id
              LEFT JOIN seqvend.ranges r ON r.id = e.range_id
-            WHERE e.id > $1
-            ORDER BY e.id
-            LIMIT $2"#,
+            ORDER BY CASE WHEN $3 THEN -e.id ELSE e.id END"#,
         after,
-        i64::from(limit) + 1
+        i64::from(limit) + 1,
+        newest_first,
+        before
     )
     .fetch_all(pool)
     .await
@@ -166,7 +199,14 @@ fn page(events: Vec<EventView>, limit: u32) -> EventPage {
 
 #[cfg(test)]
 mod tests {
-    use super::api_kind;
+    use super::{api_kind, EventCursor};
+
+    #[test]
+    fn a_cursor_leaves_the_bound_it_does_not_use_wide_open() {
+        assert_eq!(EventCursor::After(7).bounds(), (false, 7, i64::MAX));
+        assert_eq!(EventCursor::Before(Some(7)).bounds(), (true, 0, 7));
+        assert_eq!(EventCursor::Before(None).bounds(), (true, 0, i64::MAX));
+    }
 
     #[test]
     fn stored_kinds_are_answered_in_the_api_s_words() {

@@ -1,5 +1,5 @@
 //! The registry of sequences and their ranges: the queries that read and change it
-//! (`queries`), the views they answer with (`views`) and what can go wrong (`error`); what the
+//! (`queries`; many at a time in name order, `listing`), the views they answer with (`views`) and what can go wrong (`error`); what the
 //! vend path needs of each sequence, read once and kept in memory (`formats`, `catalog`); the
 //! settings, cache policy and the leases on cached blocks (`cache`); each sequence's history
 //! (`events`); usage samples and raised alerts (`usage`), and the samples as a series
@@ -13,6 +13,7 @@ mod families;
 mod formats;
 mod idempotency;
 mod leases;
+mod listing;
 mod queries;
 mod samples;
 mod tokens;
@@ -24,7 +25,9 @@ pub use cache::{
 };
 pub use catalog::{Catalog, Entry, Known};
 pub use error::RegistryError;
-pub use events::{api_kind, list_all_events, list_events, EventPage, EventRange, EventView};
+pub use events::{
+    api_kind, list_all_events, list_events, EventCursor, EventPage, EventRange, EventView,
+};
 pub use families::{
     create_family, get_counter, get_family, list_families, retire_family, CounterView, FamilyPage,
     FamilyView,
@@ -35,9 +38,9 @@ pub use leases::{
     release_holder_leases, release_lease, release_sequence_leases, renew_instance_leases,
     sweep_leases,
 };
+pub use listing::{list_sequences, sequences_between, slice_ends};
 pub use queries::{
-    add_range, create_sequence, get_sequence, list_sequences, live_sequences, retire_sequence,
-    NewSequence,
+    add_range, create_sequence, get_sequence, live_sequences, retire_sequence, NewSequence,
 };
 pub use samples::{usage_samples, UsageSample};
 pub use tokens::{

@@ -9,8 +9,7 @@ use crate::db::{Registry, RegistryTx};
 
 use super::cache::{announce, ChangeKind};
 use super::views::{
-    cut_page, fold_rows, stored_format, RangeView, SequencePage, SequenceRecord, SequenceRow,
-    SequenceView,
+    fold_rows, stored_format, RangeView, SequenceRecord, SequenceRow, SequenceView,
 };
 use super::RegistryError;
 use crate::carriers::Format;
@@ -54,44 +53,6 @@ pub async fn get_sequence(
         .pop()
         .map(|record| record.view)
         .ok_or_else(|| RegistryError::NotFound(name.clone()))
-}
-
-/// Sequences in name order, after `after`, at most `limit` of them.
-pub async fn list_sequences(
-    pool: &Registry,
-    after: Option<&SequenceName>,
-    limit: u32,
-) -> Result<SequencePage, RegistryError> {
-    let rows = sqlx::query_as!(
-        SequenceRow,
-        r#"SELECT s.id, s.name, s.namespace, s.increment, s.status, s.format::text AS format,
-                  s.created_at, s.updated_at,
-                  s.cache_size, s.cache_buffer_seconds, s.cache_min,
-                  s.alert_remaining_below, s.alert_days_left_below, s.alerts_raised,
-                  u1.used::text AS "used_1h?", u1.span_seconds AS "span_1h?",
-                  u24.used::text AS "used_24h?", u24.span_seconds AS "span_24h?",
-                  r.min_value AS "min_value?", r.max_value AS "max_value?",
-                  r.start_value AS "start_value?", r.status AS "range_status?",
-                  r.pg_sequence::text AS "pg_sequence?",
-                  seqvend.range_last_value(r.pg_sequence, r.high_water, s.increment) AS last_value
-             FROM (SELECT * FROM seqvend.sequences
-                    WHERE name > $1 ORDER BY name LIMIT $2) s
-             LEFT JOIN LATERAL seqvend.usage_since(s.id, interval '1 hour') u1 ON true
-             LEFT JOIN LATERAL seqvend.usage_since(s.id, interval '1 day') u24 ON true
-             LEFT JOIN seqvend.ranges r ON r.sequence_id = s.id
-            ORDER BY s.name, r.id"#,
-        after.map_or("", SequenceName::as_str),
-        i64::from(limit) + 1
-    )
-    .fetch_all(pool)
-    .await
-    .map_err(RegistryError::from_db)?;
-    let sequences: Vec<SequenceView> = fold_rows(rows)?
-        .into_iter()
-        .map(|record| record.view)
-        .collect();
-    let (sequences, next) = cut_page(sequences, limit, |s| s.name.clone());
-    Ok(SequencePage { sequences, next })
 }
 
 /// A page of the sequences that are not retired, in name order after `after`, with their

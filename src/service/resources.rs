@@ -6,8 +6,8 @@ use super::Service;
 use crate::carriers::Origin;
 use crate::domain::{CounterKey, RangeBounds, SequenceName, SequenceSpec};
 use crate::registry::{
-    self, CounterView, EventPage, FamilyPage, FamilyView, Issued, NewSequence, RangeView,
-    RegistryError, SequencePage, SequenceView, SettingsChange, TokenView, UsageSample,
+    self, CounterView, EventCursor, EventPage, FamilyPage, FamilyView, Issued, NewSequence,
+    RangeView, RegistryError, SequencePage, SequenceView, SettingsChange, TokenView, UsageSample,
 };
 
 impl Service {
@@ -58,23 +58,23 @@ impl Service {
         registry::usage_samples(&self.parts.registry, name).await
     }
 
-    /// A sequence's events after the event `after`, at most `limit` of them.
+    /// A sequence's events from `cursor` on, at most `limit` of them.
     pub async fn list_events(
         &self,
         name: &SequenceName,
-        after: i64,
+        cursor: EventCursor,
         limit: u32,
     ) -> Result<EventPage, RegistryError> {
-        registry::list_events(&self.parts.registry, name, after, limit).await
+        registry::list_events(&self.parts.registry, name, cursor, limit).await
     }
 
-    /// Every sequence's events after the event `after`, at most `limit` of them.
+    /// Every sequence's events from `cursor` on, at most `limit` of them.
     pub async fn list_all_events(
         &self,
-        after: i64,
+        cursor: EventCursor,
         limit: u32,
     ) -> Result<EventPage, RegistryError> {
-        registry::list_all_events(&self.parts.registry, after, limit).await
+        registry::list_all_events(&self.parts.registry, cursor, limit).await
     }
 
     pub async fn create_family(

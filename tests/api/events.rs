@@ -1,4 +1,5 @@
-//! GET /sequences/{name}/events: a sequence's history, oldest first, in the API's words.
+//! GET /sequences/{name}/events: a sequence's history, oldest first or newest first, in the
+//! API's words.
 
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
@@ -125,43 +126,11 @@ async fn a_rewound_postgresql_sequence_shows_as_rewind_detected_with_what_was_do
 #[tokio::test(flavor = "multi_thread")]
 async fn events_page_by_id_with_after_and_next_and_each_page_keeps_to_its_sequence() {
     let app = spawn_app().await;
-    app.create_ok("paged", 1, 10).await;
-    app.create_ok("other", 1_000, 1_010).await;
-    for i in 1..=4 {
-        let min = i * 100;
-        assert_eq!(
-            app.add_range("paged", min, min + 9).await.status,
-            StatusCode::CREATED
-        );
-        // Another sequence's events interleave by id; they belong to no page of this one.
-        assert_eq!(
-            app.add_range("other", 1_000 * (i + 1), 1_000 * (i + 1) + 9)
-                .await
-                .status,
-            StatusCode::CREATED
-        );
-    }
+    interleaved_histories(&app, "paged", "other").await;
     let everything = ids(&events(&app, "paged", "").await.body);
     assert_eq!(everything.len(), 5, "created and four ranges");
 
-    let mut seen = Vec::new();
-    let mut query = "?limit=2".to_owned();
-    let mut pages = 0;
-    loop {
-        let page = events(&app, "paged", &query).await;
-        assert_eq!(page.status, StatusCode::OK, "{}", page.body);
-        pages += 1;
-        let ids = ids(&page.body);
-        assert!(ids.len() <= 2, "{}", page.body);
-        seen.extend(&ids);
-        match page.body["next"].as_i64() {
-            Some(next) => {
-                assert_eq!(Some(&next), ids.last(), "next is the page's last id");
-                query = format!("?limit=2&after={next}");
-            }
-            None => break,
-        }
-    }
+    let (seen, pages) = page_through(&app, "paged", "", "after").await;
     assert_eq!((seen, pages), (everything.clone(), 3));
 
     let tail = events(&app, "paged", &format!("?after={}", everything[4])).await;
@@ -182,6 +151,89 @@ async fn events_page_by_id_with_after_and_next_and_each_page_keeps_to_its_sequen
     );
 }
 
+/// `name` with four ranges added after its creation, and `other`'s events interleaved with
+/// them by id (they belong to no page of `name`'s).
+async fn interleaved_histories(app: &TestApp, name: &str, other: &str) {
+    app.create_ok(name, 1, 10).await;
+    app.create_ok(other, 1_000, 1_010).await;
+    for i in 1..=4 {
+        let min = i * 100;
+        assert_eq!(
+            app.add_range(name, min, min + 9).await.status,
+            StatusCode::CREATED
+        );
+        let theirs = 1_000 * (i + 1);
+        assert_eq!(
+            app.add_range(other, theirs, theirs + 9).await.status,
+            StatusCode::CREATED
+        );
+    }
+}
+
+/// Reads every page of `name`'s events two at a time, from `first` (`""` or `order=…`) and
+/// then passing each `next` back as `cursor` (`after` or `before`); returns the ids in the
+/// order read and how many pages it took.
+async fn page_through(app: &TestApp, name: &str, first: &str, cursor: &str) -> (Vec<i64>, usize) {
+    let (mut seen, mut pages) = (Vec::new(), 0);
+    let mut query = format!("?limit=2&{first}");
+    loop {
+        let page = events(app, name, &query).await;
+        assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+        pages += 1;
+        let ids = ids(&page.body);
+        assert!(ids.len() <= 2, "{}", page.body);
+        seen.extend(&ids);
+        match page.body["next"].as_i64() {
+            Some(next) => {
+                assert_eq!(Some(&next), ids.last(), "next is the page's last id");
+                query = format!("?limit=2&{cursor}={next}");
+            }
+            None => return (seen, pages),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn newest_first_pages_backwards_with_before_and_keeps_to_its_sequence() {
+    let app = spawn_app().await;
+    interleaved_histories(&app, "latest", "beside").await;
+    let oldest_first = ids(&events(&app, "latest", "").await.body);
+    assert_eq!(oldest_first.len(), 5, "created and four ranges");
+    let mut expected = oldest_first.clone();
+    expected.reverse();
+
+    let (seen, pages) = page_through(&app, "latest", "order=newest", "before").await;
+    assert_eq!((seen, pages), (expected.clone(), 3));
+    let first = events(&app, "latest", "?order=newest&limit=1").await.body;
+    assert_eq!(first["events"][0]["kind"], "range_added");
+    assert_eq!(first["events"][0]["range"], json!({"min": 400, "max": 409}));
+    // `before` alone reads newest first; before the oldest there is nothing.
+    let older = events(&app, "latest", &format!("?before={}", expected[0])).await;
+    assert_eq!(ids(&older.body), expected[1..]);
+    let none = events(&app, "latest", &format!("?before={}", expected[4])).await;
+    assert_eq!(none.body, json!({"events": [], "next": null}));
+
+    // The whole log, newest first, is the oldest-first log reversed.
+    let all = |query: &'static str| {
+        let app = &app;
+        async move {
+            let reply = app
+                .request(
+                    Method::GET,
+                    &format!("/events{query}"),
+                    Some(ADMIN_TOKEN),
+                    None,
+                )
+                .await;
+            assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+            ids(&reply.body)
+        }
+    };
+    let mut log = all("?limit=1000").await;
+    log.reverse();
+    assert_eq!(all("?order=newest&limit=1000").await, log);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn bad_paging_parameters_are_400_and_an_unknown_sequence_404() {
     let app = spawn_app().await;
@@ -192,7 +244,13 @@ async fn bad_paging_parameters_are_400_and_an_unknown_sequence_404() {
         "?limit=ten",
         "?after=-1",
         "?after=first",
-        "?before=3",
+        // An unknown parameter.
+        "?since=3",
+        "?before=-1",
+        "?order=latest",
+        "?order=newest&after=1",
+        "?order=oldest&before=3",
+        "?after=1&before=3",
     ] {
         events(&app, "known", query)
             .await

@@ -5,14 +5,16 @@
 
 use std::time::Duration;
 
+use futures_util::StreamExt;
 use reqwest::{Method, StatusCode};
-use tokio::task::JoinSet;
+use seqvend::domain::{AlertThresholds, CachePolicy, SequenceName, SequenceSpec};
+use seqvend::registry::{self, NewSequence};
+use sqlx::postgres::PgPoolOptions;
 
 use crate::browser::Browser;
 use serde_json::json;
 
-use crate::common::process::admin;
-use crate::common::wait::{eventually, eventually_some};
+use crate::common::wait::eventually;
 use crate::common::ADMIN_TOKEN;
 use crate::setup::Served;
 
@@ -23,44 +25,48 @@ fn sequences_wanted() -> usize {
     std::env::var("SEQVEND_CONSOLE_SEQUENCES")
         .ok()
         .and_then(|n| n.parse().ok())
-        .unwrap_or(120)
+        .unwrap_or(300)
 }
 
-/// `count` idle sequences `bulk-00000`…, made 8 at a time.
+/// Sequences made at once while laying out the registry.
+const MAKERS: u32 = 8;
+
+/// `count` idle sequences `bulk-00000`…, made the way `POST /sequences` makes them (the
+/// registry's own create) but without HTTP and token checks in between, `MAKERS` at a time:
+/// the overview under test only reads them.
+#[allow(clippy::disallowed_types)] // A pool of its own, wrapped as the registry.
 async fn bulk(served: &Served, count: usize) {
-    let mut making = JoinSet::new();
-    for i in 0..count {
-        if making.len() >= 8 {
-            making.join_next().await.unwrap().unwrap();
-        }
-        let address = served.address();
-        making.spawn(async move { create_patiently(&address, &format!("bulk-{i:05}")).await });
-    }
-    while let Some(made) = making.join_next().await {
-        made.unwrap();
-    }
+    let pool = PgPoolOptions::new()
+        .max_connections(MAKERS)
+        .connect(&served.pg.url)
+        .await
+        .expect("the registry's database");
+    let registry = seqvend::db::Registry::from_pool(pool.clone());
+    futures_util::stream::iter(0..count)
+        .map(|i| {
+            let registry = &registry;
+            async move { registry::create_sequence(registry, bulk_sequence(i), "bulk").await }
+        })
+        .buffer_unordered(MAKERS as usize)
+        .for_each(|made| async move {
+            made.expect("a bulk sequence made");
+        })
+        .await;
+    pool.close().await;
 }
 
-/// Creates `name`, asking again while seqvend answers 503 (a loaded machine making
-/// thousands of sequences at once). A 503 may come after the commit: then the name is taken
-/// by the attempt before.
-async fn create_patiently(address: &str, name: &str) {
-    let body = json!({"name": name, "min": 1, "max": 1_000_000});
-    let mut asked_before = false;
-    eventually_some(Duration::from_secs(120), "a sequence created", || {
-        let retry = std::mem::replace(&mut asked_before, true);
-        let body = body.clone();
-        async move {
-            let (status, answer) = admin(address, Method::POST, "/sequences", Some(body)).await;
-            match status {
-                StatusCode::CREATED => Some(()),
-                StatusCode::CONFLICT if retry => Some(()),
-                StatusCode::SERVICE_UNAVAILABLE => None,
-                other => panic!("{name}: {other} {answer}"),
-            }
-        }
-    })
-    .await;
+/// `bulk-{i}`: a plain, strict sequence over 1..=1,000,000.
+fn bulk_sequence(i: usize) -> NewSequence {
+    let name = SequenceName::parse(&format!("bulk-{i:05}")).unwrap();
+    let spec = SequenceSpec::parse(&1.into(), &1_000_000.into(), None, None).unwrap();
+    NewSequence {
+        namespace: name.clone(),
+        name,
+        spec,
+        format: None,
+        cache: CachePolicy::STRICT,
+        alerts: AlertThresholds::default(),
+    }
 }
 
 /// Waits until `name` has a forecast: its usage sampled since it was used.
@@ -76,9 +82,8 @@ async fn until_forecast(served: &Served, name: &str) {
 #[tokio::test]
 async fn the_overview_puts_the_soonest_to_run_out_first_and_pages_and_filters_many() {
     let served = Served::start("console-overview", &[]).await;
-    let count = sequences_wanted();
-    bulk(&served, count).await;
-    // Used alike, so the one with less left runs out sooner; `spent` is out already.
+    // Used alike, so the one with less left runs out sooner; `spent` is out already. Used
+    // before the bulk is made, so that no vend waits behind thousands of creations.
     served.plain("soon-a", 1, 100).await;
     served.plain("soon-b", 1, 1000).await;
     served.plain("spent", 1, 10).await;
@@ -86,6 +91,10 @@ async fn the_overview_puts_the_soonest_to_run_out_first_and_pages_and_filters_ma
         served.vend(name, 60).await;
     }
     served.vend("spent", 10).await;
+    let count = sequences_wanted();
+    let started = std::time::Instant::now();
+    bulk(&served, count).await;
+    eprintln!("{count} sequences made in {:?}", started.elapsed());
     until_forecast(&served, "soon-a").await;
     until_forecast(&served, "soon-b").await;
     eventually(ROUND_PATIENCE, "spent's alert raised", || async {
@@ -97,7 +106,12 @@ async fn the_overview_puts_the_soonest_to_run_out_first_and_pages_and_filters_ma
 
     let browser = Browser::start(&served.address()).await;
     browser.sign_in(ADMIN_TOKEN).await;
-    let total = count + 3;
+    // As the page prints it: grouped in the browser's locale ("10,003").
+    let script = format!(
+        "return new Intl.NumberFormat(undefined, {{ maximumFractionDigits: 0 }}).format({})",
+        count + 3
+    );
+    let total = browser.script(&script).await.as_str().unwrap().to_owned();
     browser.text_of("#shown", &format!("1–50 of {total}")).await;
     let names = browser.all("table.sequences tbody th a").await;
     let mut first = Vec::new();

@@ -9,7 +9,7 @@ import { usageChart } from "./chart.js";
 import { actions } from "./actions.js";
 import { allows } from "./scopes.js";
 
-const MAX_EVENT_PAGES = 5;
+const EVENT_PAGE = 100;
 
 function rangeRow(range) {
   const capacity = range.max - range.min + 1;
@@ -61,32 +61,54 @@ function formatSection(sequence, usage) {
   ];
 }
 
-async function allEvents(name) {
-  let events = [];
-  let after = 0;
-  for (let page = 0; page < MAX_EVENT_PAGES; page++) {
-    const answer = await get(`sequences/${enc(name)}/events?limit=1000&after=${after}`);
-    events = events.concat(answer.events);
-    if (answer.next === null) return { events, more: false };
-    after = answer.next;
-  }
-  return { events, more: true };
+// Newest first, a page at a time: a sequence with a long history shows its latest at once,
+// and "Older events" reads the page before.
+function latestEvents(name, before) {
+  const from = before === undefined ? "order=newest" : `before=${before}`;
+  return get(`sequences/${enc(name)}/events?${from}&limit=${EVENT_PAGE}`);
 }
 
-function eventTable({ events, more }) {
-  const newest = events.slice().reverse();
-  const range = (r) => (r ? `${count(r.min)} – ${count(r.max)}` : "");
+const eventRange = (r) => (r ? `${count(r.min)} – ${count(r.max)}` : "");
+
+function eventRow(e) {
+  return el("tr", {},
+    el("td", { "data-label": "When" }, when(e.at)),
+    el("td", { "data-label": "What" }, e.kind.replaceAll("_", " ")),
+    el("td", { "data-label": "Range" }, eventRange(e.range)),
+    el("td", { "data-label": "By" }, e.token ? `${e.actor} (${e.token})` : e.actor),
+    el("td", { "data-label": "Detail" }, e.detail ?? ""));
+}
+
+function eventTable(name, first) {
+  const body = el("tbody", {}, first.events.map(eventRow));
+  const status = el("p", { class: "muted", role: "status" });
+  const older = el("button", { type: "button", class: "secondary older-events" }, "Older events");
+  let next = first.next;
+  const shown = () => {
+    older.hidden = next === null;
+    status.textContent = `${count(body.rows.length)} newest events shown${next === null ? " (all of them)" : ""}.`;
+  };
+  older.onclick = async () => {
+    older.disabled = true;
+    try {
+      const page = await latestEvents(name, next);
+      body.append(...page.events.map(eventRow));
+      next = page.next;
+      shown();
+    } catch (error) {
+      status.replaceChildren(errorBox(error));
+    } finally {
+      older.disabled = false;
+    }
+  };
+  shown();
   return [
-    more && el("p", { class: "muted" }, `The ${count(events.length)} oldest events are shown; more are in GET /sequences/…/events.`),
     el("table", { class: "events" },
       el("caption", { class: "visually-hidden" }, "Events, newest first"),
       el("thead", {}, el("tr", {}, ["When", "What", "Range", "By", "Detail"].map((h) => el("th", { scope: "col" }, h)))),
-      el("tbody", {}, newest.map((e) => el("tr", {},
-        el("td", { "data-label": "When" }, when(e.at)),
-        el("td", { "data-label": "What" }, e.kind.replaceAll("_", " ")),
-        el("td", { "data-label": "Range" }, range(e.range)),
-        el("td", { "data-label": "By" }, e.token ? `${e.actor} (${e.token})` : e.actor),
-        el("td", { "data-label": "Detail" }, e.detail ?? ""))))),
+      body),
+    status,
+    older,
   ];
 }
 
@@ -97,7 +119,7 @@ export async function sequencePage(main, ctx, name) {
     [sequence, usage, events] = await Promise.all([
       get(`sequences/${enc(name)}`),
       get(`sequences/${enc(name)}/usage`),
-      allEvents(name),
+      latestEvents(name),
     ]);
   } catch (error) {
     clear(main).append(el("h1", { tabindex: "-1" }, name), errorBox(error), el("p", {}, el("a", { href: "#/" }, "Back to the sequences")));
@@ -112,7 +134,7 @@ export async function sequencePage(main, ctx, name) {
     el("section", { "aria-labelledby": "usage-title" }, heading("Usage", 2, "usage-title"), usageChart(usage.samples, sequence)),
     el("section", {}, heading("Carrier format", 2), formatSection(sequence, usage)),
     allows(ctx.who.scopes, "admin", sequence) && sequence.status !== "retired" ? actions(sequence, ctx) : "",
-    el("section", {}, heading("Events", 2), eventTable(events)),
+    el("section", {}, heading("Events", 2), eventTable(sequence.name, events)),
   );
   sizeBars(main);
 }
