@@ -93,9 +93,8 @@ pub(crate) fn follow(
 ) {
     tokio::spawn(async move {
         let primary = connector.primary().clone();
-        let mut sessions: Vec<Option<Client>> = (0..connector.target().host_count())
-            .map(|_| None)
-            .collect();
+        let mut sessions: Vec<Option<Client>> =
+            (0..connector.target().host_count()).map(|_| None).collect();
         loop {
             let roles = ask_every_host(&connector, &mut sessions, timeout).await;
             if let Some(found) = choose(&roles, primary.host()) {
@@ -182,7 +181,10 @@ fn choose(roles: &[Option<Role>], current: usize) -> Option<usize> {
     roles
         .iter()
         .enumerate()
-        .filter_map(|(i, role)| role.filter(|r| r.writable).map(|r| (r.timeline, i == current, i)))
+        .filter_map(|(i, role)| {
+            role.filter(|r| r.writable)
+                .map(|r| (r.timeline, i == current, i))
+        })
         .max()
         .map(|(_, _, i)| i)
 }
