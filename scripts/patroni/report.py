@@ -25,7 +25,8 @@ def row(r):
     slowest = max(r["first_value_ms"].values())
     return (
         f"| {r['scenario']} | {DESCRIPTIONS.get(r['scenario'], '')} | {r['values']:,} | {r['duplicates']} | "
-        f"{r['outside']} | {r['lost']} | {seconds(r['new_leader_ms'])} | {seconds(r['strict_after_leader_ms'])} | "
+        f"{r['outside']} | {r['lost']} | {seconds(r['new_leader_ms'])} | {seconds(r.get('writes_accepted_ms'))} | "
+        f"{seconds(r.get('strict_after_writes_ms'))} | "
         f"{seconds(r['strict_outage_ms'])} | {seconds(slowest)} | {r['unavailable']:,} / {r['other_failures']:,} | "
         f"{seconds(r['longest_ms'])} / {seconds(r['deadline_ms'])} |"
     )
@@ -50,14 +51,16 @@ def main():
         "- *Duplicates* and *outside* count over the whole run so far; *lost* counts sequences and counters",
         "  whose registry on the surviving leader is not past a value already acknowledged (it would vend",
         "  it again). *New leader*: from the fault to Patroni's `/primary` answering 200 on another node;",
-        "  *first strict value after it*: from then to the first strict vend answered (in strict mode the",
-        "  new leader commits only once a synchronous standby has attached to it); *strict outage*: the",
+        "  *takes durable writes*: from the fault to the first commit on that node that waited for a",
+        "  synchronous standby and came back (the test's own probe: in strict mode the new leader commits",
+        "  only once a standby has attached to it); *first strict value after that*: from then to the",
+        "  first strict vend seqvend answered (0 when it came back with the probe's); *strict outage*: the",
         "  longest time without a strict answer; *slowest kind*: from the fault to the first value, of the",
         "  kind that came back last, for a request sent after the fault (cached vends and Snowflake ids",
         "  are served from memory and barely stop).",
         "",
-        "| scenario | fault | values | duplicates | outside | lost | new leader | first strict value after it | strict outage | slowest kind | 503 / other failures | longest request / vend deadline |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| scenario | fault | values | duplicates | outside | lost | new leader | takes durable writes | first strict value after that | strict outage | slowest kind | 503 / other failures | longest request / vend deadline |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ] + [row(r) for r in rows]
     write_section("docs/reliability.md", "patroni", lines)
 

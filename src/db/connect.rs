@@ -68,13 +68,27 @@ impl Connector {
     /// anything is written. The connection runs in a task that also ends when the primary
     /// moves to another host, so that nothing keeps waiting on a former primary.
     pub async fn connect_host(&self, i: usize) -> Result<Connected, tokio_postgres::Error> {
+        self.connect_host_as(i, TargetSessionAttrs::ReadWrite).await
+    }
+
+    /// A session to host `i` whatever its role, for the primary watcher to ask it what it is.
+    pub async fn connect_any(&self, i: usize) -> Result<Client, tokio_postgres::Error> {
+        let (client, _task, _) = self.connect_host_as(i, TargetSessionAttrs::Any).await?;
+        Ok(client)
+    }
+
+    async fn connect_host_as(
+        &self,
+        i: usize,
+        attrs: TargetSessionAttrs,
+    ) -> Result<Connected, tokio_postgres::Error> {
         let mut config = self.target.host_config(i);
         if let Some(options) = &self.options {
             config.options(options);
         }
         config
             .application_name(self.application_name)
-            .target_session_attrs(TargetSessionAttrs::ReadWrite)
+            .target_session_attrs(attrs)
             .connect_timeout(self.timeout)
             // For a host that vanishes (no FIN, no RST): unacknowledged data or an idle
             // connection's keepalives give up after about `tcp_timeout`.

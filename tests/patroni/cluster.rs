@@ -8,6 +8,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use tokio_postgres::config::TargetSessionAttrs;
 
 use crate::common::scratch::scratch_dir;
 use crate::common::wait::eventually_some;
@@ -110,6 +111,24 @@ impl Patroni {
         .await
     }
 
+    /// A session straight to `node`'s PostgreSQL as seqvend's role, read-write only, with
+    /// commits that wait for the synchronous standby and are never cancelled by a timeout.
+    pub fn node_config(&self, node: &str) -> tokio_postgres::Config {
+        let url: tokio_postgres::Config = self.database_url().parse().unwrap();
+        let port = self.env[&format!("PG_PORT_{node}")].parse().unwrap();
+        let mut config = tokio_postgres::Config::new();
+        config
+            .host("127.0.0.1")
+            .port(port)
+            .user(url.get_user().unwrap())
+            .password(url.get_password().unwrap())
+            .dbname(url.get_dbname().unwrap())
+            .application_name("patroni-test-probe")
+            .target_session_attrs(TargetSessionAttrs::ReadWrite)
+            .options("-c synchronous_commit=on -c statement_timeout=0");
+        config
+    }
+
     /// The leader and its synchronous standby, once the cluster is whole. Polled: Patroni may
     /// name the synchronous standby a loop after the cluster looked whole.
     pub async fn leader_and_sync(&self) -> (String, String) {
@@ -209,6 +228,38 @@ pub fn signal(signal: &str, pids: &[u32]) -> Instant {
         assert!(status.success() || gone, "kill -{signal} {pid}");
     }
     Instant::now()
+}
+
+/// When the node `config` reaches first commits a write durably: flushed and confirmed by a
+/// synchronous standby. Patroni's `/primary` answers as soon as the node is promoted; in
+/// strict synchronous mode a commit then waits until a standby attaches to it. A commit made
+/// while the node named no synchronous standby (it would not have waited) does not count.
+/// (`pg_stat_replication`'s states are hidden from seqvend's role, so the commit's wait is
+/// the test.)
+/// This is when the leader can take seqvend's writes: seqvend's own recovery is measured
+/// from it.
+pub async fn until_writes_accepted(config: tokio_postgres::Config, patience: Duration) -> Instant {
+    let attempt = || async {
+        let connect = config.connect(tokio_postgres::NoTls);
+        let (client, connection) = tokio::time::timeout(Duration::from_secs(1), connect)
+            .await
+            .ok()?
+            .ok()?;
+        tokio::spawn(connection);
+        // A commit waits for the synchronous standby only if its transaction wrote WAL (an
+        // xid alone does not): a temporary table's catalog rows do.
+        let write = "BEGIN; CREATE TEMP TABLE patroni_probe (x int); COMMIT";
+        client.batch_execute(write).await.ok()?;
+        let committed = Instant::now();
+        // Strict synchronous mode names a standby (or `*`) before the node takes writes;
+        // a commit while none was named would not have waited.
+        let names = "SELECT current_setting('synchronous_standby_names')";
+        let names: String = client.query_one(names, &[]).await.ok()?.get(0);
+        (!names.is_empty()).then_some(committed)
+    };
+    let what = "the new leader commits a write durably";
+    let probe = eventually_some(patience, what, attempt);
+    tokio::time::timeout(patience, probe).await.expect(what)
 }
 
 fn read_pid(path: &Path) -> u32 {

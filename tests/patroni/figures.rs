@@ -19,6 +19,8 @@ pub struct Window {
     pub fault: Instant,
     /// When Patroni's REST API first named a writable leader after the fault (if it changed).
     pub new_leader: Option<Instant>,
+    /// When that leader first committed a write durably (a probe of the test's own).
+    pub writes_accepted: Option<Instant>,
     pub end: Instant,
 }
 
@@ -31,6 +33,9 @@ pub struct Figures {
     pub first_value: BTreeMap<Kind, Duration>,
     /// From the new leader (if any) to the first strict value answered after it.
     pub strict_after_leader: Option<Duration>,
+    /// From the new leader's first durable commit to the first strict value answered after
+    /// it was named (zero when seqvend's commit and the probe's came back together).
+    pub strict_after_writes: Option<Duration>,
     /// The longest time without a strict value answered, in the scenario's window.
     pub strict_outage: Duration,
     pub unavailable: usize,
@@ -60,12 +65,17 @@ pub async fn judge(journal: &Journal, window: &Window, address: &str) -> Figures
         .chain(failed.iter().map(|f| f.ended - f.sent))
         .max()
         .unwrap_or_default();
-    let strict_after_leader = window.new_leader.and_then(|leader| {
+    let first_strict_after = |leader: Instant| {
         let after = acked
             .iter()
             .filter(|a| a.kind == Kind::Strict && a.answered >= leader);
-        after.map(|a| a.answered - leader).min()
-    });
+        after.map(|a| a.answered).min()
+    };
+    let first_strict = window.new_leader.and_then(first_strict_after);
+    let strict_after_leader = first_strict.zip(window.new_leader).map(|(a, l)| a - l);
+    let strict_after_writes = first_strict
+        .zip(window.writes_accepted)
+        .map(|(a, w)| a.saturating_duration_since(w));
     let strict_outage = longest_gap(&acked, window);
     let in_window = acked.iter().filter(|a| inside(a.answered));
     let values = in_window.map(|a| a.values.len()).sum();
@@ -77,6 +87,7 @@ pub async fn judge(journal: &Journal, window: &Window, address: &str) -> Figures
         lost,
         first_value,
         strict_after_leader,
+        strict_after_writes,
         strict_outage,
         unavailable: failed.iter().filter(|f| f.unavailable).count(),
         other_failures: failed
@@ -180,6 +191,7 @@ pub fn report(
         .map(|(kind, took)| (format!("{kind:?}").to_lowercase(), ms(*took)))
         .collect();
     let leader = window.new_leader.map(|t| ms(t - window.fault));
+    let writes = window.writes_accepted.map(|t| ms(t - window.fault));
     let row = json!({
         "scenario": scenario,
         "values": figures.values,
@@ -188,7 +200,9 @@ pub fn report(
         "lost": figures.lost,
         "new_leader_ms": leader,
         "first_value_ms": first,
+        "writes_accepted_ms": writes,
         "strict_after_leader_ms": figures.strict_after_leader.map(ms),
+        "strict_after_writes_ms": figures.strict_after_writes.map(ms),
         "strict_outage_ms": ms(figures.strict_outage),
         "unavailable": figures.unavailable,
         "other_failures": figures.other_failures.len(),

@@ -5,7 +5,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::cluster::{signal, Patroni};
+use tokio::task::JoinHandle;
+
+use crate::cluster::{signal, until_writes_accepted, Patroni};
 use crate::common::wait::eventually;
 use crate::figures::{judge, report, Window};
 use crate::load::{Journal, Kind, KINDS};
@@ -39,6 +41,13 @@ pub const ALL: [Scenario; 6] = [
 /// How long Patroni may take to name a new leader (ttl 10 s + loop_wait 2 s, and margin).
 const FAILOVER_PATIENCE: Duration = Duration::from_secs(45);
 
+/// A leader elected after the fault: when Patroni named it, and (once the probe is done)
+/// when it first committed a write durably.
+struct NewLeader {
+    named: Instant,
+    writes: JoinHandle<Instant>,
+}
+
 pub struct Run<'a> {
     pub patroni: &'a Patroni,
     pub journal: Arc<Journal>,
@@ -52,7 +61,17 @@ impl Run<'_> {
         let start = Instant::now();
         self.until_acked_after(start, "values flow before the fault")
             .await;
-        let (fault, new_leader) = self.inject(scenario, &leader, &sync).await;
+        let (fault, new) = self.inject(scenario, &leader, &sync).await;
+        // The wall clock of the fault, to read the instances' logs (TEST_LOG=1) against.
+        let since_fault = chrono::Duration::from_std(fault.elapsed()).unwrap();
+        eprintln!(
+            "{scenario:?}: fault at {}",
+            chrono::Utc::now() - since_fault
+        );
+        let (new_leader, writes_accepted) = match new {
+            Some(new) => (Some(new.named), Some(new.writes.await.unwrap())),
+            None => (None, None),
+        };
         self.until_acked_after(fault, "every kind of number flows again after the fault")
             .await;
         self.whole().await;
@@ -62,6 +81,7 @@ impl Run<'_> {
             start,
             fault,
             new_leader,
+            writes_accepted,
             end: Instant::now(),
         };
         let figures = judge(&self.journal, &window, &self.address).await;
@@ -75,12 +95,15 @@ impl Run<'_> {
         }
         let name = format!("{scenario:?}");
         eprintln!(
-            "{name}: {} values, first after fault {:?}, leader after {:?}, strict after leader {:?}, \
-             strict outage {:?}, {} × 503, other {:?}, longest {:?}",
+            "{name}: {} values, first after fault {:?}, leader after {:?}, writes after {:?}, \
+             strict after leader {:?}, strict after writes {:?}, strict outage {:?}, {} × 503, \
+             other {:?}, longest {:?}",
             figures.values,
             figures.first_value,
             new_leader.map(|t| t - fault),
+            writes_accepted.map(|t| t - fault),
             figures.strict_after_leader,
+            figures.strict_after_writes,
             figures.strict_outage,
             figures.unavailable,
             figures.other_failures,
@@ -93,13 +116,13 @@ impl Run<'_> {
     }
 
     /// Injects the fault, waits through it, heals it; returns when the fault landed (the
-    /// signal delivered, the switchover asked for) and when a new leader took writes.
+    /// signal delivered, the switchover asked for) and the new leader, if one was elected.
     async fn inject(
         &self,
         scenario: Scenario,
         leader: &str,
         sync: &str,
-    ) -> (Instant, Option<Instant>) {
+    ) -> (Instant, Option<NewLeader>) {
         let patroni = self.patroni;
         match scenario {
             Scenario::Switchover => {
@@ -163,7 +186,7 @@ impl Run<'_> {
         fault
     }
 
-    async fn lose_etcd(&self) -> (Instant, Option<Instant>) {
+    async fn lose_etcd(&self) -> (Instant, Option<NewLeader>) {
         let patroni = self.patroni;
         patroni.stop_etcd().await;
         let fault = Instant::now();
@@ -190,9 +213,14 @@ impl Run<'_> {
             .count()
     }
 
-    async fn leader_other_than(&self, old: Option<&str>) -> Instant {
-        self.patroni.until_new_leader(old, FAILOVER_PATIENCE).await;
-        Instant::now()
+    /// Waits for Patroni to name a leader other than `old`, and from then on probes when it
+    /// takes durable writes (while the scenario goes on healing the cluster).
+    async fn leader_other_than(&self, old: Option<&str>) -> NewLeader {
+        let node = self.patroni.until_new_leader(old, FAILOVER_PATIENCE).await;
+        let named = Instant::now();
+        let config = self.patroni.node_config(&node);
+        let writes = tokio::spawn(until_writes_accepted(config, FAILOVER_PATIENCE));
+        NewLeader { named, writes }
     }
 
     /// Waits until the cluster is whole; its leader and synchronous standby.
