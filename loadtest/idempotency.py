@@ -106,7 +106,7 @@ def main():
 {before_after(figures)}
 A keyed request's answer is stored in the vend statement's own transaction, with the answers
 of every other keyed request of that statement: one row per statement
-(`seqvend.vend_answers`), its keys found through a GIN index over their hashes, each key held
+(`seqvend.vend_answers`), its keys found through a GIN index, each key held
 by an advisory lock until the commit (see [design.md](design.md#idempotency-keys)). A token
 kept in PostgreSQL is read once and then checked from memory (a SHA-256 and a constant-time
 compare per request).
