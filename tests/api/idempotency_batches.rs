@@ -99,12 +99,16 @@ async fn a_retry_held_past_the_lock_timeout_is_409_in_flight_and_draws_nothing()
     );
 }
 
-/// The keyed vend statement, called as a lane calls it: (requests, outcome, values, detail)
-/// per row, in request order of each row's first request.
-async fn vend_keyed(
-    client: &tokio_postgres::Client,
-    asks: &[(&str, i32, Option<(&str, &str)>, &str)],
-) -> Vec<(Vec<i32>, String, Option<Vec<i64>>, Option<String>)> {
+/// One request of a keyed vend statement: the sequence, the count, the token and key (if
+/// keyed), and what was asked.
+type KeyedAsk<'a> = (&'a str, i32, Option<(&'a str, &'a str)>, &'a str);
+
+/// One row of the keyed vend statement: requests, outcome, values, detail.
+type StatementRow = (Vec<i32>, String, Option<Vec<i64>>, Option<String>);
+
+/// The keyed vend statement, called as a lane calls it: its rows, in request order of each
+/// row's first request.
+async fn vend_keyed(client: &tokio_postgres::Client, asks: &[KeyedAsk<'_>]) -> Vec<StatementRow> {
     let names: Vec<&str> = asks.iter().map(|a| a.0).collect();
     let counts: Vec<i32> = asks.iter().map(|a| a.1).collect();
     let owners: Vec<Option<&str>> = asks.iter().map(|a| a.2.map(|k| k.0)).collect();
@@ -118,11 +122,11 @@ async fn vend_keyed(
         )
         .await
         .unwrap();
-    let mut rows: Vec<_> = rows
+    let mut rows: Vec<StatementRow> = rows
         .iter()
         .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
         .collect();
-    rows.sort_by_key(|r: &(Vec<i32>, String, _, _)| r.0[0]);
+    rows.sort_by_key(|r| r.0[0]);
     rows
 }
 
