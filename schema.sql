@@ -42,6 +42,72 @@ CREATE TYPE seqvend.vend_answer AS (
 	marks bigint[]
 );
 
+SET default_tablespace = '';
+
+SET default_table_access_method = heap;
+
+--
+-- Name: vend_answers; Type: TABLE; Schema: seqvend; Owner: -
+--
+
+CREATE TABLE seqvend.vend_answers (
+    expires_at timestamp with time zone NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    owners text[] NOT NULL,
+    keys text[] NOT NULL COLLATE pg_catalog."C",
+    requests text[] NOT NULL,
+    firsts integer[] NOT NULL,
+    lasts integer[] NOT NULL,
+    vals bigint[] NOT NULL,
+    CONSTRAINT vend_answers_check CHECK (((cardinality(owners) = cardinality(keys)) AND (cardinality(requests) = cardinality(keys)) AND (cardinality(firsts) = cardinality(keys)) AND (cardinality(lasts) = cardinality(keys))))
+);
+
+--
+-- Name: add_shares(seqvend.vend_answers, integer[], bigint[], integer[], text[], text[], text[]); Type: FUNCTION; Schema: seqvend; Owner: -
+--
+
+CREATE FUNCTION seqvend.add_shares(p_batch seqvend.vend_answers, p_requests integer[], p_vals bigint[], p_counts integer[], p_owners text[], p_keys text[], p_asked text[]) RETURNS seqvend.vend_answers
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+DECLARE
+    base   integer := cardinality(p_batch.vals);
+    shares record;
+BEGIN
+    SELECT array_agg(p_owners[s.o] ORDER BY s.n) AS owners,
+           array_agg(p_keys[s.o] ORDER BY s.n) AS keys,
+           array_agg(p_asked[s.o] ORDER BY s.n) AS asked,
+           array_agg(base + s.off + 1 ORDER BY s.n) AS firsts,
+           array_agg(base + least(s.off + p_counts[s.o], cardinality(p_vals)) ORDER BY s.n)
+               AS lasts
+      INTO shares
+      FROM (SELECT u.o, u.n,
+                   (sum(p_counts[u.o]) OVER (ORDER BY u.n) - p_counts[u.o])::integer AS off
+              FROM unnest(p_requests) WITH ORDINALITY AS u(o, n)) AS s
+     WHERE p_keys[s.o] IS NOT NULL;
+    IF shares.owners IS NULL THEN
+        RETURN p_batch;
+    END IF;
+    p_batch.owners := p_batch.owners || shares.owners;
+    p_batch.keys := p_batch.keys || shares.keys;
+    p_batch.requests := p_batch.requests || shares.asked;
+    p_batch.firsts := p_batch.firsts || shares.firsts;
+    p_batch.lasts := p_batch.lasts || shares.lasts;
+    p_batch.vals := p_batch.vals || p_vals;
+    RETURN p_batch;
+END
+$$;
+
+--
+-- Name: blank(anyarray, integer[]); Type: FUNCTION; Schema: seqvend; Owner: -
+--
+
+CREATE FUNCTION seqvend.blank(p_array anyarray, p_positions integer[]) RETURNS anyarray
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    SELECT array_agg(CASE WHEN u.n = ANY (p_positions) THEN NULL ELSE u.x END ORDER BY u.n)
+      FROM unnest(p_array) WITH ORDINALITY AS u(x, n)
+$$;
+
 --
 -- Name: counters_asked(text[], text[], integer[]); Type: FUNCTION; Schema: seqvend; Owner: -
 --
@@ -273,40 +339,6 @@ BEGIN
 END;
 $$;
 
-SET default_tablespace = '';
-
-SET default_table_access_method = heap;
-
---
--- Name: idempotency_keys; Type: TABLE; Schema: seqvend; Owner: -
---
-
-CREATE TABLE seqvend.idempotency_keys (
-    owner text NOT NULL,
-    key text NOT NULL,
-    request text NOT NULL,
-    status smallint NOT NULL,
-    vals bigint[],
-    runs_first bigint[],
-    runs_last bigint[],
-    lease_expires_at timestamp with time zone,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    expires_at timestamp with time zone NOT NULL,
-    CONSTRAINT idempotency_keys_key_check CHECK ((key ~ '^[!-~]{1,255}$'::text)),
-    CONSTRAINT idempotency_keys_status_check CHECK ((status = ANY (ARRAY[200, 409])))
-);
-
---
--- Name: idempotent_answer(text, text); Type: FUNCTION; Schema: seqvend; Owner: -
---
-
-CREATE FUNCTION seqvend.idempotent_answer(p_owner text, p_key text) RETURNS SETOF seqvend.idempotency_keys
-    LANGUAGE sql STABLE
-    AS $$
-    SELECT * FROM seqvend.idempotency_keys
-     WHERE owner = p_owner AND key = p_key AND expires_at > now()
-$$;
-
 --
 -- Name: lease(text, integer, text, text, interval); Type: FUNCTION; Schema: seqvend; Owner: -
 --
@@ -343,13 +375,18 @@ CREATE FUNCTION seqvend.lease_keyed(p_name text, p_count integer, p_kind text, p
     LANGUAGE plpgsql
     AS $$
 DECLARE
-    known seqvend.idempotency_keys;
+    known record;
     drawn record;
 BEGIN
     -- The stored answer is what a retry gets: it must be as durable as the lease it replays.
     PERFORM set_config('synchronous_commit', 'on', true);
+    IF cardinality(seqvend.lock_keys(ARRAY[p_owner], ARRAY[p_key])) > 0 THEN
+        outcome := 'key_in_flight';
+        RETURN NEXT;
+        RETURN;
+    END IF;
     SELECT s.increment INTO increment FROM seqvend.sequences s WHERE s.name = p_name;
-    SELECT * INTO known FROM seqvend.idempotent_answer(p_owner, p_key);
+    SELECT * INTO known FROM seqvend.stored_answers(ARRAY[p_owner], ARRAY[p_key]);
     IF NOT FOUND THEN
         SELECT * INTO drawn FROM seqvend.lease(p_name, p_count, p_kind, p_holder, p_ttl);
         outcome := drawn.outcome;
@@ -370,8 +407,9 @@ BEGIN
             RETURN NEXT;
             RETURN;
         END IF;
-        -- Another instance stored an answer first: it stands (this lease's values are a gap).
-        SELECT * INTO known FROM seqvend.idempotent_answer(p_owner, p_key);
+        -- Only an answer written without the key's lock (by hand) can be there: it stands, and
+        -- this lease's values are a gap.
+        SELECT * INTO known FROM seqvend.stored_answers(ARRAY[p_owner], ARRAY[p_key]);
     END IF;
     outcome := CASE WHEN known.request = p_request THEN 'replayed' ELSE 'key_reused' END;
     vals := NULL;
@@ -401,6 +439,117 @@ CREATE FUNCTION seqvend.lease_runs(p_vals bigint[], p_increment bigint, OUT runs
                                              = p_increment THEN 0 ELSE 1 END AS starts
                               FROM unnest(p_vals) WITH ORDINALITY AS u(v, n)) AS a) AS b
              GROUP BY b.run) AS r
+$$;
+
+--
+-- Name: lock_keys(text[], text[]); Type: FUNCTION; Schema: seqvend; Owner: -
+--
+
+CREATE FUNCTION seqvend.lock_keys(p_owners text[], p_keys text[]) RETURNS integer[]
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    callers text := current_setting('lock_timeout');
+    busy    integer[];
+BEGIN
+    PERFORM set_config('lock_timeout',
+                       coalesce(nullif(current_setting('seqvend.lock_timeout', true), ''), '200'),
+                       true);
+    BEGIN
+        -- Sorted below, locked above: the locks are taken in hash order whatever the plan.
+        SELECT coalesce(array_agg(l.i) FILTER (WHERE l.again), '{}') INTO busy
+          FROM (SELECT s.i,
+                       (s.o, s.k) IS NOT DISTINCT FROM (lag(s.o) OVER w, lag(s.k) OVER w)
+                           AS again,
+                       pg_advisory_xact_lock(1398164313, s.h) AS locked
+                  FROM (SELECT u.i::integer AS i, u.o, u.k, hashtext(u.k || ' ' || u.o) AS h
+                          FROM unnest(p_owners, p_keys) WITH ORDINALITY AS u(o, k, i)
+                         WHERE u.k IS NOT NULL
+                         ORDER BY 4, 3, 2, 1) AS s
+                WINDOW w AS (ORDER BY s.h, s.k, s.o, s.i)) AS l;
+    EXCEPTION WHEN lock_not_available OR deadlock_detected THEN
+        -- Undone: each key on its own now, without waiting (the busy one has had its time).
+        busy := ARRAY(SELECT u.i::integer
+                        FROM unnest(p_owners, p_keys) WITH ORDINALITY AS u(o, k, i)
+                       WHERE u.k IS NOT NULL
+                         AND (NOT pg_try_advisory_xact_lock(1398164313,
+                                                            hashtext(u.k || ' ' || u.o))
+                              OR EXISTS (SELECT 1 FROM unnest(p_owners, p_keys)
+                                                  WITH ORDINALITY AS e(o, k, i)
+                                          WHERE e.o = u.o AND e.k = u.k AND e.i < u.i))
+                       ORDER BY u.i);
+    END;
+    PERFORM set_config('lock_timeout', callers, true);
+    RETURN busy;
+END
+$$;
+
+--
+-- Name: purge_answers(bigint); Type: FUNCTION; Schema: seqvend; Owner: -
+--
+
+CREATE FUNCTION seqvend.purge_answers(p_max_per_owner bigint) RETURNS bigint
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    expired bigint;
+BEGIN
+    expired := seqvend.purge_expired_answers();
+    RETURN expired + seqvend.purge_crowded_answers(p_max_per_owner);
+END
+$$;
+
+--
+-- Name: purge_crowded_answers(bigint); Type: FUNCTION; Schema: seqvend; Owner: -
+--
+
+CREATE FUNCTION seqvend.purge_crowded_answers(p_max bigint) RETURNS bigint
+    LANGUAGE sql
+    AS $$
+    WITH live AS (
+        SELECT k.owner, k.key, k.created_at, NULL::tid AS row, NULL::integer AS pos
+          FROM seqvend.idempotency_keys k
+        UNION ALL
+        SELECT a.owners[p], a.keys[p], a.created_at, a.ctid, p
+          FROM seqvend.vend_answers a, generate_subscripts(a.keys, 1) AS p
+         WHERE a.keys[p] IS NOT NULL
+    ), doomed AS (
+        SELECT * FROM (SELECT l.*, row_number() OVER (PARTITION BY l.owner
+                                                      ORDER BY l.created_at DESC, l.pos DESC NULLS LAST) AS n
+                         FROM live l
+                        WHERE l.owner IN (SELECT owner FROM live GROUP BY owner
+                                           HAVING count(*) > p_max)) AS ranked
+         WHERE ranked.n > p_max
+    ), deleted AS (
+        DELETE FROM seqvend.idempotency_keys k
+         USING doomed d
+         WHERE d.row IS NULL AND k.owner = d.owner AND k.key = d.key
+        RETURNING 1
+    ), blanked AS (
+        UPDATE seqvend.vend_answers a
+           SET keys = seqvend.blank(a.keys, d.positions)
+          FROM (SELECT row, array_agg(pos) AS positions, count(*) AS gone
+                  FROM doomed WHERE row IS NOT NULL GROUP BY row) AS d
+         WHERE a.ctid = d.row
+        RETURNING d.gone
+    )
+    SELECT (SELECT count(*) FROM deleted) + (SELECT coalesce(sum(gone), 0) FROM blanked)::bigint
+$$;
+
+--
+-- Name: purge_expired_answers(); Type: FUNCTION; Schema: seqvend; Owner: -
+--
+
+CREATE FUNCTION seqvend.purge_expired_answers() RETURNS bigint
+    LANGUAGE sql
+    AS $$
+    WITH legacy AS (
+        DELETE FROM seqvend.idempotency_keys WHERE expires_at <= now() RETURNING 1
+    ), batched AS (
+        DELETE FROM seqvend.vend_answers WHERE expires_at <= now()
+        RETURNING cardinality(array_remove(keys, NULL)) AS live
+    )
+    SELECT (SELECT count(*) FROM legacy) + (SELECT coalesce(sum(live), 0) FROM batched)::bigint
 $$;
 
 --
@@ -608,6 +757,43 @@ END
 $$;
 
 --
+-- Name: stored_answers(text[], text[]); Type: FUNCTION; Schema: seqvend; Owner: -
+--
+
+CREATE FUNCTION seqvend.stored_answers(p_owners text[], p_keys text[]) RETURNS TABLE(i integer, request text, status smallint, vals bigint[], runs_first bigint[], runs_last bigint[], lease_expires_at timestamp with time zone)
+    LANGUAGE plpgsql STABLE
+    AS $$
+BEGIN
+    -- PL/pgSQL, not SQL: its plan is kept for the session instead of made on every call.
+    RETURN QUERY
+    WITH asked AS (
+        SELECT u.i::integer AS i, u.o, u.k COLLATE "C" AS k
+          FROM unnest(p_owners, p_keys) WITH ORDINALITY AS u(o, k, i)
+         WHERE u.k IS NOT NULL
+    ), found AS (
+        SELECT asked.i, k.request, k.status, k.vals, k.runs_first, k.runs_last,
+               k.lease_expires_at, k.created_at
+          FROM asked
+          JOIN seqvend.idempotency_keys k
+            ON k.owner = asked.o AND k.key = asked.k AND k.expires_at > now()
+        UNION ALL
+        SELECT asked.i, a.requests[p],
+               (CASE WHEN a.lasts[p] >= a.firsts[p] THEN 200 ELSE 409 END)::smallint,
+               a.vals[a.firsts[p]:a.lasts[p]], NULL, NULL, NULL, a.created_at
+          FROM seqvend.vend_answers a
+         CROSS JOIN LATERAL generate_subscripts(a.keys, 1) AS p
+          JOIN asked ON asked.o = a.owners[p] AND asked.k = a.keys[p]
+         WHERE a.keys && ARRAY(SELECT asked.k FROM asked)
+           AND a.expires_at > now()
+    )
+    SELECT DISTINCT ON (f.i) f.i, f.request, f.status, f.vals, f.runs_first, f.runs_last,
+           f.lease_expires_at
+      FROM found f
+     ORDER BY f.i, f.created_at;
+END
+$$;
+
+--
 -- Name: thin_usage_samples(); Type: FUNCTION; Schema: seqvend; Owner: -
 --
 
@@ -798,20 +984,30 @@ CREATE FUNCTION seqvend.vend_keyed(p_names text[], p_counts integer[], p_owners 
     LANGUAGE plpgsql
     AS $$
 DECLARE
-    known       record;
-    answered    integer[] := '{}';
-    draw_names  text[];
-    draw_counts integer[];
-    draw_map    integer[];
-    drawn       record;
-    lost        integer[];
+    busy     integer[];
+    skipped  integer[];
+    draw_map integer[];
+    names    text[];
+    counts   integer[];
+    known    record;
+    drawn    record;
+    batch    seqvend.vend_answers := ROW(NULL, NULL, '{}', '{}', '{}', '{}', '{}', '{}');
 BEGIN
-    -- 1. The answers already stored, in one read.
+    -- 1. The locks: this transaction's first, so keys are always locked before any sequence.
+    busy := seqvend.lock_keys(p_owners, p_keys);
+    skipped := busy;
+    FOR known IN SELECT b FROM unnest(busy) AS b LOOP
+        requests := ARRAY[known.b];
+        outcome := 'key_in_flight';
+        RETURN NEXT;
+    END LOOP;
+
+    -- 2. The answers already stored, in one read. A new statement: it sees what committed
+    --    while the locks were awaited.
     FOR known IN
-        SELECT u.i::integer AS i, k.request, k.status, k.vals
-          FROM unnest(p_owners, p_keys) WITH ORDINALITY AS u(owner, key, i)
-          JOIN seqvend.idempotency_keys k
-            ON k.owner = u.owner AND k.key = u.key AND k.expires_at > now()
+        SELECT * FROM seqvend.stored_answers(
+            p_owners, ARRAY(SELECT CASE WHEN i = ANY (busy) THEN NULL ELSE p_keys[i] END
+                              FROM generate_subscripts(p_keys, 1) AS i ORDER BY i))
     LOOP
         requests := ARRAY[known.i];
         detail := known.status::text;
@@ -822,66 +1018,39 @@ BEGIN
             outcome := 'key_reused';
             vals := NULL;
         END IF;
-        answered := answered || known.i;
+        skipped := skipped || known.i;
         RETURN NEXT;
     END LOOP;
-    SELECT array_agg(p_names[i] ORDER BY i), array_agg(p_counts[i] ORDER BY i),
-           array_agg(i ORDER BY i)
-      INTO draw_names, draw_counts, draw_map
+    SELECT array_agg(i ORDER BY i), array_agg(p_names[i] ORDER BY i),
+           array_agg(p_counts[i] ORDER BY i)
+      INTO draw_map, names, counts
       FROM generate_subscripts(p_names, 1) AS i
-     WHERE NOT (i = ANY (answered));
-    IF draw_names IS NULL THEN
+     WHERE NOT (i = ANY (skipped));
+    IF draw_map IS NULL THEN
         RETURN;
     END IF;
 
-    -- 2. The draw, as for any batch.
-    FOR drawn IN SELECT * FROM seqvend.vend(draw_names, draw_counts) LOOP
+    -- 3. The draw, as for any batch, and the keyed shares of what it drew, stored in one row.
+    detail := NULL;
+    FOR drawn IN
+        SELECT * FROM seqvend.vend(names, counts)
+    LOOP
         requests := ARRAY(SELECT draw_map[r] FROM unnest(drawn.requests) WITH ORDINALITY AS u(r, n)
                            ORDER BY n);
         outcome := drawn.outcome;
         vals := drawn.vals;
         detail := drawn.detail;
         RETURN NEXT;
-        CONTINUE WHEN drawn.outcome <> 'ok';
-
-        -- 3. Each keyed request's share (what it asked for while values last, in order, as the
-        --    instance hands them out), stored in one statement. A key another instance stored
-        --    first keeps its answer: those requests are the lost ones.
-        WITH shares AS (
-            SELECT u.o, (sum(p_counts[u.o]) OVER (ORDER BY u.n) - p_counts[u.o])::integer AS off
-              FROM unnest(requests) WITH ORDINALITY AS u(o, n)
-        ), mine AS (
-            SELECT o, drawn.vals[off + 1 : off + p_counts[o]] AS got
-              FROM shares WHERE p_keys[o] IS NOT NULL
-        ), stored AS (
-            INSERT INTO seqvend.idempotency_keys AS k (owner, key, request, status, vals, expires_at)
-            SELECT p_owners[o], p_keys[o], p_requests[o],
-                   CASE WHEN cardinality(got) > 0 THEN 200 ELSE 409 END, got, now() + p_ttl
-              FROM mine
-            ON CONFLICT (owner, key) DO UPDATE
-               SET request = excluded.request, status = excluded.status, vals = excluded.vals,
-                   runs_first = NULL, runs_last = NULL, lease_expires_at = NULL,
-                   created_at = now(), expires_at = excluded.expires_at
-             WHERE k.expires_at <= now()
-            RETURNING k.owner, k.key
-        )
-        SELECT array_agg(m.o) INTO lost
-          FROM mine m
-         WHERE NOT EXISTS (SELECT 1 FROM stored s
-                            WHERE s.owner = p_owners[m.o] AND s.key = p_keys[m.o]);
-        FOR known IN
-            SELECT l.o, k.request, k.status, k.vals
-              FROM unnest(lost) AS l(o)
-              JOIN seqvend.idempotency_keys k ON k.owner = p_owners[l.o] AND k.key = p_keys[l.o]
-        LOOP
-            requests := ARRAY[known.o];
-            detail := known.status::text;
-            outcome := CASE WHEN known.request = p_requests[known.o] THEN 'replayed'
-                            ELSE 'key_reused' END;
-            vals := known.vals;
-            RETURN NEXT;
-        END LOOP;
+        IF drawn.outcome = 'ok' THEN
+            batch := seqvend.add_shares(batch, requests, drawn.vals, p_counts, p_owners, p_keys,
+                                        p_requests);
+        END IF;
     END LOOP;
+    IF cardinality(batch.keys) > 0 THEN
+        INSERT INTO seqvend.vend_answers (expires_at, owners, keys, requests, firsts, lasts, vals)
+        VALUES (now() + p_ttl, batch.owners, batch.keys, batch.requests, batch.firsts,
+                batch.lasts, batch.vals);
+    END IF;
 END
 $$;
 
@@ -1119,6 +1288,60 @@ ALTER TABLE seqvend.families ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
     NO MAXVALUE
     CACHE 1
 );
+
+--
+-- Name: idempotency_keys; Type: TABLE; Schema: seqvend; Owner: -
+--
+
+CREATE TABLE seqvend.idempotency_keys (
+    owner text NOT NULL,
+    key text NOT NULL,
+    request text NOT NULL,
+    status smallint NOT NULL,
+    vals bigint[],
+    runs_first bigint[],
+    runs_last bigint[],
+    lease_expires_at timestamp with time zone,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    CONSTRAINT idempotency_keys_key_check CHECK ((key ~ '^[!-~]{1,255}$'::text)),
+    CONSTRAINT idempotency_keys_status_check CHECK ((status = ANY (ARRAY[200, 409])))
+);
+
+--
+-- Name: idempotent_answers; Type: VIEW; Schema: seqvend; Owner: -
+--
+
+CREATE VIEW seqvend.idempotent_answers AS
+ SELECT idempotency_keys.owner,
+    idempotency_keys.key,
+    idempotency_keys.request,
+    idempotency_keys.status,
+    idempotency_keys.vals,
+    idempotency_keys.runs_first,
+    idempotency_keys.runs_last,
+    idempotency_keys.lease_expires_at,
+    idempotency_keys.created_at,
+    idempotency_keys.expires_at
+   FROM seqvend.idempotency_keys
+UNION ALL
+ SELECT a.owners[p.p] AS owner,
+    a.keys[p.p] AS key,
+    a.requests[p.p] AS request,
+    (
+        CASE
+            WHEN (a.lasts[p.p] >= a.firsts[p.p]) THEN 200
+            ELSE 409
+        END)::smallint AS status,
+    a.vals[a.firsts[p.p]:a.lasts[p.p]] AS vals,
+    NULL::bigint[] AS runs_first,
+    NULL::bigint[] AS runs_last,
+    NULL::timestamp with time zone AS lease_expires_at,
+    a.created_at,
+    a.expires_at
+   FROM seqvend.vend_answers a,
+    LATERAL generate_subscripts(a.keys, 1) p(p)
+  WHERE (a.keys[p.p] IS NOT NULL);
 
 --
 -- Name: leases; Type: TABLE; Schema: seqvend; Owner: -
@@ -1482,6 +1705,18 @@ CREATE UNIQUE INDEX ranges_one_active ON seqvend.ranges USING btree (sequence_id
 --
 
 CREATE INDEX sequences_by_format ON seqvend.sequences USING btree (format) WHERE (format IS NOT NULL);
+
+--
+-- Name: vend_answers_expiry; Type: INDEX; Schema: seqvend; Owner: -
+--
+
+CREATE INDEX vend_answers_expiry ON seqvend.vend_answers USING brin (expires_at);
+
+--
+-- Name: vend_answers_keys; Type: INDEX; Schema: seqvend; Owner: -
+--
+
+CREATE INDEX vend_answers_keys ON seqvend.vend_answers USING gin (keys) WITH (fastupdate=off);
 
 --
 -- Name: events events_family_id_fkey; Type: FK CONSTRAINT; Schema: seqvend; Owner: -

@@ -238,7 +238,7 @@ impl InstanceCache {
                 (RefillEnd::Answered(Outcome::Failed(reason)), None, "failed")
             }
             // An instance's own leases carry no idempotency key.
-            Ok(Leased::Replayed(_) | Leased::KeyReused) | Err(_) => {
+            Ok(Leased::Replayed(_) | Leased::KeyReused | Leased::KeyInFlight) | Err(_) => {
                 (RefillEnd::Unavailable, None, "unavailable")
             }
         };

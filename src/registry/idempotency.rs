@@ -4,27 +4,16 @@ use crate::db::Registry;
 
 use super::RegistryError;
 
-/// Deletes expired answers, then each token's oldest beyond `max_per_owner`; returns how many
-/// went.
+/// Deletes expired answers, then each token's oldest beyond `max_per_owner`
+/// (`seqvend.purge_answers`: a vend statement's answers share one row, so the purge is in
+/// SQL); returns how many went.
 pub async fn purge_answers(pool: &Registry, max_per_owner: i64) -> Result<u64, RegistryError> {
-    let expired = sqlx::query!("DELETE FROM seqvend.idempotency_keys WHERE expires_at <= now()")
-        .execute(pool)
-        .await
-        .map_err(RegistryError::from_db)?;
-    let crowded = sqlx::query!(
-        "DELETE FROM seqvend.idempotency_keys k
-          USING (SELECT owner, key
-                   FROM (SELECT owner, key,
-                                row_number() OVER (PARTITION BY owner ORDER BY created_at DESC) AS n
-                           FROM seqvend.idempotency_keys
-                          WHERE owner IN (SELECT owner FROM seqvend.idempotency_keys
-                                           GROUP BY owner HAVING count(*) > $1)) ranked
-                  WHERE n > $1) doomed
-          WHERE k.owner = doomed.owner AND k.key = doomed.key",
+    let purged = sqlx::query_scalar!(
+        r#"SELECT seqvend.purge_answers($1) AS "purged!""#,
         max_per_owner
     )
-    .execute(pool)
+    .fetch_one(pool)
     .await
     .map_err(RegistryError::from_db)?;
-    Ok(expired.rows_affected() + crowded.rows_affected())
+    Ok(u64::try_from(purged).unwrap_or(0))
 }

@@ -102,6 +102,10 @@ impl Service {
                 let (key, _) = keyed.expect("only a keyed lease is told its key was reused");
                 Err(LeaseRefused::KeyReused(key.key))
             }
+            Leased::KeyInFlight => {
+                let (key, _) = keyed.expect("only a keyed lease waits on its key");
+                Err(LeaseRefused::KeyInFlight(key.key))
+            }
             Leased::Exhausted => Err(LeaseRefused::Exhausted { replayed: false }),
             Leased::Retired => Err(LeaseRefused::Retired),
             Leased::NotFound => Err(LeaseRefused::NotFound),

@@ -101,6 +101,10 @@ impl Service {
                 let (key, _) = keyed.expect("only a keyed request is told its key was reused");
                 return Err(VendRefused::KeyReused(key.key));
             }
+            Outcome::KeyInFlight => {
+                let (key, _) = keyed.expect("only a keyed request waits on its key");
+                return Err(VendRefused::KeyInFlight(key.key));
+            }
             Outcome::Exhausted => return Err(VendRefused::Exhausted { replayed: false }),
             Outcome::Retired => return Err(VendRefused::Retired),
             Outcome::NotFound => return Err(VendRefused::NotFound),

@@ -76,6 +76,8 @@ pub enum Leased {
     Replayed(LeaseReplay),
     /// The idempotency key was first used with another request.
     KeyReused,
+    /// A lease with the same idempotency key is still being served elsewhere: nothing drawn.
+    KeyInFlight,
     Exhausted,
     Retired,
     NotFound,
@@ -135,6 +137,7 @@ pub async fn lease(
     Ok(match StatementOutcome::parse(row.get(0))? {
         StatementOutcome::Replayed => replayed(row, detail.as_deref())?,
         StatementOutcome::KeyReused => Leased::KeyReused,
+        StatementOutcome::KeyInFlight => Leased::KeyInFlight,
         StatementOutcome::Ok => granted(row, detail.as_deref(), metrics, &ask, sent_at)?,
         StatementOutcome::Retired => Leased::Retired,
         StatementOutcome::NotFound => Leased::NotFound,

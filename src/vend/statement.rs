@@ -41,6 +41,9 @@ pub enum Outcome {
     Replayed(Replay),
     /// The request's idempotency key was first used with another request.
     KeyReused,
+    /// A request with the same idempotency key is still being served (by another instance's
+    /// statement, which held the key past the lock timeout): nothing was drawn.
+    KeyInFlight,
 }
 
 /// A stored answer to a keyed request.
@@ -148,6 +151,7 @@ fn row_outcomes(
             vec![Outcome::Replayed(replay); indexes.len()]
         }
         StatementOutcome::KeyReused => vec![Outcome::KeyReused; indexes.len()],
+        StatementOutcome::KeyInFlight => vec![Outcome::KeyInFlight; indexes.len()],
         StatementOutcome::Retired => vec![Outcome::Retired; indexes.len()],
         StatementOutcome::NotFound => vec![Outcome::NotFound; indexes.len()],
         StatementOutcome::Unavailable => {

@@ -124,7 +124,7 @@ async fn a_vend_its_client_gave_up_on_is_replayed_by_the_other_instance() {
         || async {
             let stored: i64 = observer
                 .query_one(
-                    "SELECT count(*) FROM seqvend.idempotency_keys WHERE key = 'label-9'",
+                    "SELECT count(*) FROM seqvend.idempotent_answers WHERE key = 'label-9'",
                     &[],
                 )
                 .await
@@ -259,7 +259,7 @@ async fn keys_expire_and_are_purged_with_a_bound_per_token() {
     eventually(Duration::from_secs(10), "the answer expires", || async {
         let live: i64 = client
             .query_one(
-                "SELECT count(*) FROM seqvend.idempotency_keys WHERE expires_at > now()",
+                "SELECT count(*) FROM seqvend.idempotent_answers WHERE expires_at > now()",
                 &[],
             )
             .await

@@ -20,6 +20,7 @@ mod events;
 mod formats;
 mod helpers;
 mod idempotency;
+mod idempotency_batches;
 mod ids;
 mod leases;
 mod leases_never_twice;

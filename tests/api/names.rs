@@ -99,6 +99,7 @@ async fn hostile_names_are_400_and_change_nothing() {
             "tokens",
             "usage_rounds",
             "usage_samples",
+            "vend_answers",
             "worker_ids",
         ]
     );

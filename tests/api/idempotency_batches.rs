@@ -1,0 +1,367 @@
+//! Keyed vends stored one row per statement (`seqvend.vend_answers`): the interleavings that
+//! could give a key two answers or lose one — a retry racing its first attempt, two keys of one
+//! statement with one replayed, a statement that partly fails, the purge beside replays.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::json;
+
+use crate::helpers::*;
+
+const RANGE_LOCK: &str =
+    "SELECT pg_advisory_lock(1398166087, (SELECT min(id) FROM seqvend.ranges))";
+
+/// A keyed `next` sent in the background, answered whenever its statement commits.
+fn send_keyed(app: &TestApp, path: &str, key: &str) -> tokio::task::JoinHandle<(Reply, bool)> {
+    let (http, address) = (app.http.clone(), app.address.clone());
+    let (path, key) = (path.to_owned(), key.to_owned());
+    tokio::spawn(async move {
+        let response = http
+            .post(format!("{address}{path}"))
+            .bearer_auth(VEND_TOKEN)
+            .header("Idempotency-Key", key)
+            .send()
+            .await
+            .unwrap();
+        let replayed = response.headers().contains_key("idempotent-replayed");
+        (Reply::from(response).await, replayed)
+    })
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_retry_racing_its_first_attempt_on_another_instance_waits_and_replays_it() {
+    let db = TestDb::shared().await;
+    let first = spawn_app_on(&db, test_settings()).await;
+    let second = spawn_app_on(&db, test_settings()).await;
+    first.create_ok("raced", 1, 1000).await;
+    let blocker = db.connect().await;
+    blocker.batch_execute(RANGE_LOCK).await.unwrap();
+    let path = "/sequences/raced/next?count=3";
+    let original = send_keyed(&first, path, "parcel-1");
+    let observer = db.connect().await;
+    until_blocked(&observer, 1, Blocked::On("advisory"), "%vend_keyed%").await;
+    // The retry, on the other instance, while the first holds the key: it waits for the key.
+    let retry = send_keyed(&second, path, "parcel-1");
+    until_blocked(&observer, 2, Blocked::On("advisory"), "%vend_keyed%").await;
+    blocker
+        .batch_execute("SELECT pg_advisory_unlock_all()")
+        .await
+        .unwrap();
+    let (original, replayed) = original.await.unwrap();
+    assert_eq!(original.status, StatusCode::OK, "{}", original.body);
+    assert!(!replayed);
+    assert_eq!(values_of(&original), [1, 2, 3]);
+    let (retry, replayed) = retry.await.unwrap();
+    assert_eq!(retry.status, StatusCode::OK, "{}", retry.body);
+    assert!(replayed, "the retry got the first answer");
+    assert_eq!(retry.body, original.body);
+    assert_eq!(
+        second.next_value("raced").await,
+        4,
+        "the retry drew nothing: it waited for the key, not the range"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_retry_held_past_the_lock_timeout_is_409_in_flight_and_draws_nothing() {
+    let db = TestDb::shared().await;
+    let first = spawn_app_on(&db, test_settings()).await;
+    let mut impatient = test_settings();
+    impatient.database.lock_timeout = Duration::from_millis(300);
+    let second = spawn_app_on(&db, impatient).await;
+    first.create_ok("held", 1, 1000).await;
+    let blocker = db.connect().await;
+    blocker.batch_execute(RANGE_LOCK).await.unwrap();
+    let path = "/sequences/held/next?count=2";
+    let original = send_keyed(&first, path, "parcel-2");
+    let observer = db.connect().await;
+    until_blocked(&observer, 1, Blocked::On("advisory"), "%vend_keyed%").await;
+    let (busy, replayed) = second.keyed_post(path, "parcel-2", VEND_TOKEN).await;
+    busy.assert_error(409, "idempotency_key_in_flight");
+    assert!(!replayed);
+    blocker
+        .batch_execute("SELECT pg_advisory_unlock_all()")
+        .await
+        .unwrap();
+    let (original, _) = original.await.unwrap();
+    assert_eq!(values_of(&original), [1, 2]);
+    let (again, replayed) = second.keyed_post(path, "parcel-2", VEND_TOKEN).await;
+    assert!(replayed);
+    assert_eq!(values_of(&again), [1, 2]);
+    assert_eq!(
+        second.next_value("held").await,
+        3,
+        "the refused retry drew nothing"
+    );
+}
+
+/// One request of a keyed vend statement: the sequence, the count, the token and key (if
+/// keyed), and what was asked.
+type KeyedAsk<'a> = (&'a str, i32, Option<(&'a str, &'a str)>, &'a str);
+
+/// One row of the keyed vend statement: requests, outcome, values, detail.
+type StatementRow = (Vec<i32>, String, Option<Vec<i64>>, Option<String>);
+
+/// The keyed vend statement, called as a lane calls it: its rows, in request order of each
+/// row's first request.
+async fn vend_keyed(client: &tokio_postgres::Client, asks: &[KeyedAsk<'_>]) -> Vec<StatementRow> {
+    let names: Vec<&str> = asks.iter().map(|a| a.0).collect();
+    let counts: Vec<i32> = asks.iter().map(|a| a.1).collect();
+    let owners: Vec<Option<&str>> = asks.iter().map(|a| a.2.map(|k| k.0)).collect();
+    let keys: Vec<Option<&str>> = asks.iter().map(|a| a.2.map(|k| k.1)).collect();
+    let requests: Vec<Option<&str>> = asks.iter().map(|a| a.2.map(|_| a.3)).collect();
+    let rows = client
+        .query(
+            "SELECT requests, outcome, vals, detail
+               FROM seqvend.vend_keyed($1, $2, $3, $4, $5, interval '1 hour')",
+            &[&names, &counts, &owners, &keys, &requests],
+        )
+        .await
+        .unwrap();
+    let mut rows: Vec<StatementRow> = rows
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
+        .collect();
+    rows.sort_by_key(|r| r.0[0]);
+    rows
+}
+
+async fn batch_rows(client: &tokio_postgres::Client) -> i64 {
+    client
+        .query_one("SELECT count(*) FROM seqvend.vend_answers", &[])
+        .await
+        .unwrap()
+        .get(0)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn one_statement_stores_its_keyed_answers_in_one_row_and_replays_each_alone() {
+    let db = TestDb::shared().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    app.create_ok("a", 1, 1000).await;
+    app.create_ok("b", 1, 1000).await;
+    let client = db.connect().await;
+    let rows = vend_keyed(
+        &client,
+        &[
+            ("a", 2, Some(("t", "k1")), "next:a:count=2"),
+            ("a", 1, None, ""),
+            ("b", 3, Some(("t", "k3")), "next:b:count=3"),
+            ("a", 2, Some(("u", "k1")), "next:a:count=2"),
+        ],
+    )
+    .await;
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert_eq!(rows[0].0, [1, 2, 4]);
+    assert_eq!(rows[0].2.as_deref(), Some(&[1, 2, 3, 4, 5][..]));
+    assert_eq!(rows[1].2.as_deref(), Some(&[1, 2, 3][..]));
+    assert_eq!(batch_rows(&client).await, 1, "three keys, one row");
+
+    // Two keys in one statement, one of them replayed, one reused with another request.
+    let rows = vend_keyed(
+        &client,
+        &[
+            ("a", 1, Some(("t", "k4")), "next:a:one"),
+            ("a", 2, Some(("u", "k1")), "next:a:count=2"),
+            ("b", 1, Some(("t", "k3")), "next:b:one"),
+            ("a", 1, None, ""),
+        ],
+    )
+    .await;
+    let outcomes: Vec<&str> = rows.iter().map(|r| r.1.as_str()).collect();
+    assert_eq!(outcomes, ["ok", "replayed", "key_reused"], "{rows:?}");
+    assert_eq!(rows[0].0, [1, 4], "only the new ones are drawn for");
+    assert_eq!(rows[0].2.as_deref(), Some(&[6, 7][..]));
+    assert_eq!(
+        rows[1].2.as_deref(),
+        Some(&[4, 5][..]),
+        "u's k1 as first answered"
+    );
+    assert_eq!(rows[1].3.as_deref(), Some("200"));
+    assert_eq!(rows[2].2, None);
+    let answers = answers(&client).await;
+    assert_eq!(
+        answers,
+        [
+            ("t".into(), "k1".into(), vec![1, 2]),
+            ("t".into(), "k3".into(), vec![1, 2, 3]),
+            ("t".into(), "k4".into(), vec![6]),
+            ("u".into(), "k1".into(), vec![4, 5]),
+        ]
+    );
+}
+
+/// Every stored answer: (owner, key, values), in owner and key order.
+async fn answers(client: &tokio_postgres::Client) -> Vec<(String, String, Vec<i64>)> {
+    client
+        .query(
+            "SELECT owner, key, vals FROM seqvend.idempotent_answers ORDER BY owner, key",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_key_sent_twice_in_one_statement_gets_one_answer() {
+    let db = TestDb::shared().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    app.create_ok("twice", 1, 1000).await;
+    let client = db.connect().await;
+    let rows = vend_keyed(
+        &client,
+        &[
+            ("twice", 1, Some(("t", "k")), "next:twice:one"),
+            ("twice", 1, Some(("t", "k")), "next:twice:one"),
+        ],
+    )
+    .await;
+    let outcomes: Vec<&str> = rows.iter().map(|r| r.1.as_str()).collect();
+    assert_eq!(outcomes, ["ok", "key_in_flight"], "{rows:?}");
+    assert_eq!(answers(&client).await, [("t".into(), "k".into(), vec![1])]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_statement_that_partly_fails_stores_only_what_it_answered() {
+    let db = TestDb::shared().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    app.create_ok("served", 1, 1000).await;
+    app.create_ok("locked", 1, 1000).await;
+    let blocker = db.connect().await;
+    blocker
+        .batch_execute(
+            "SELECT pg_advisory_lock(1398166087, r.id)
+               FROM seqvend.ranges r JOIN seqvend.sequences s ON s.id = r.sequence_id
+              WHERE s.name = 'locked'",
+        )
+        .await
+        .unwrap();
+    let client = db.connect().await;
+    client
+        .batch_execute("SET seqvend.lock_timeout = '100'")
+        .await
+        .unwrap();
+    let asks = [
+        ("locked", 1, Some(("t", "kl")), "next:locked:one"),
+        ("served", 1, Some(("t", "ks")), "next:served:one"),
+        ("missing", 1, Some(("t", "km")), "next:missing:one"),
+    ];
+    let rows = vend_keyed(&client, &asks).await;
+    let outcomes: Vec<&str> = rows.iter().map(|r| r.1.as_str()).collect();
+    assert_eq!(outcomes, ["unavailable", "ok", "not_found"], "{rows:?}");
+    assert_eq!(answers(&client).await, [("t".into(), "ks".into(), vec![1])]);
+    blocker
+        .batch_execute("SELECT pg_advisory_unlock_all()")
+        .await
+        .unwrap();
+    // Sent again: the one answered is replayed, the unavailable one is served now.
+    let rows = vend_keyed(&client, &asks[..2]).await;
+    let outcomes: Vec<&str> = rows.iter().map(|r| r.1.as_str()).collect();
+    assert_eq!(outcomes, ["ok", "replayed"], "{rows:?}");
+    assert_eq!(rows[0].2.as_deref(), Some(&[1][..]));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_purge_keeps_every_answer_within_its_retention_and_its_bound() {
+    let db = TestDb::shared().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    app.create_ok("p", 1, 1000).await;
+    let client = db.connect().await;
+    let ask = |owner, key| ("p", 1, Some((owner, key)), "next:p:one");
+    vend_keyed(&client, &[ask("crowded", "c1"), ask("calm", "m1")]).await;
+    vend_keyed(&client, &[ask("crowded", "c2"), ask("crowded", "c3")]).await;
+    // A statement whose answers have expired goes whole.
+    vend_keyed(&client, &[ask("calm", "gone")]).await;
+    client
+        .batch_execute(
+            "UPDATE seqvend.vend_answers SET expires_at = now() - interval '1 second'
+              WHERE 'gone' = ANY (keys)",
+        )
+        .await
+        .unwrap();
+    let pool = sqlx::PgPool::connect(&db.url).await.unwrap();
+    let purged = seqvend::registry::purge_answers(&pool, 1).await.unwrap();
+    assert_eq!(purged, 1 + 2, "the expired one, and crowded's two oldest");
+    let left: Vec<(String, String)> = answers(&client)
+        .await
+        .into_iter()
+        .map(|(owner, key, _)| (owner, key))
+        .collect();
+    let expected = [("calm", "m1"), ("crowded", "c3")].map(|(o, k)| (o.into(), k.into()));
+    assert_eq!(left, expected);
+    assert_eq!(batch_rows(&client).await, 2, "the expired row went");
+    // calm's answer shares its row with a purged one: it is still replayed.
+    let rows = vend_keyed(&client, &[ask("calm", "m1")]).await;
+    assert_eq!(rows[0].1, "replayed");
+    assert_eq!(rows[0].2.as_deref(), Some(&[2][..]));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn replays_beside_a_running_purge_all_get_their_first_answer() {
+    let db = TestDb::shared().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    app.create_ok("busy", 1, 100_000).await;
+    let mut first = Vec::new();
+    for n in 0..20 {
+        let path = format!("/sequences/busy/next?count={}", n % 3 + 1);
+        let key = format!("parcel-{n}");
+        let (reply, _) = app.keyed_post(&path, &key, VEND_TOKEN).await;
+        first.push((path, key, values_of(&reply)));
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let purge = {
+        let (stop, pool) = (stop.clone(), sqlx::PgPool::connect(&db.url).await.unwrap());
+        tokio::spawn(async move {
+            let mut rounds = 0u32;
+            while !stop.load(Ordering::Relaxed) || rounds == 0 {
+                seqvend::registry::purge_answers(&pool, 1_000)
+                    .await
+                    .unwrap();
+                rounds += 1;
+            }
+            rounds
+        })
+    };
+    for _ in 0..3 {
+        for (path, key, values) in &first {
+            let (again, replayed) = app.keyed_post(path, key, VEND_TOKEN).await;
+            assert!(replayed, "{key}: {}", again.body);
+            assert_eq!(&values_of(&again), values, "{key}");
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    assert!(purge.await.unwrap() > 0);
+    let all: Vec<i64> = first.iter().flat_map(|f| f.2.clone()).collect();
+    let distinct: HashSet<i64> = all.iter().copied().collect();
+    assert_eq!(distinct.len(), all.len(), "no value in two answers");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_key_used_for_a_lease_and_a_vend_is_reused_either_way() {
+    let app = spawn_app().await;
+    app.create_ok("both", 1, 1000).await;
+    let (lease, _) = app
+        .keyed_post("/sequences/both/leases?count=5", "l", VEND_TOKEN)
+        .await;
+    assert_eq!(lease.status, StatusCode::OK, "{}", lease.body);
+    app.keyed_post("/sequences/both/next", "l", VEND_TOKEN)
+        .await
+        .0
+        .assert_error(422, "idempotency_key_reused");
+    let (vend, _) = app
+        .keyed_post("/sequences/both/next", "v", VEND_TOKEN)
+        .await;
+    assert_eq!(vend.body, json!({"sequence": "both", "value": 6}));
+    app.keyed_post("/sequences/both/leases?count=5", "v", VEND_TOKEN)
+        .await
+        .0
+        .assert_error(422, "idempotency_key_reused");
+    assert_eq!(app.next_value("both").await, 7);
+}
