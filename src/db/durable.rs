@@ -80,7 +80,23 @@ tokio::task_local! {
 
 /// One dispatcher for every durable commit: made once, because each new dispatcher makes
 /// `tracing` recompute the interest of every call site in the process.
-static CATCHER: LazyLock<Dispatch> = LazyLock::new(|| Dispatch::new(NoticeCatcher));
+///
+/// A second one is registered beside it and kept for good. While only one dispatcher exists
+/// (a process with no global subscriber, such as a test binary), `tracing-core` settles a call
+/// site's interest, and the global level ceiling, by asking whichever dispatcher is the current
+/// thread's default when the call site is first reached: sqlx's WARNING call site, first reached
+/// by a warning outside any durable commit, was then cached as "never" for the whole process,
+/// and every later cancelled sync-rep wait went unseen (a commit answered as confirmed). With
+/// two registered, every call site's interest is the union over all live dispatchers, this
+/// catcher's included, whichever thread first reaches it.
+static CATCHER: LazyLock<Dispatch> = LazyLock::new(|| {
+    let catcher = Dispatch::new(NoticeCatcher);
+    LazyLock::force(&ALWAYS_ASKED);
+    catcher
+});
+
+/// The catcher's second registration (see `CATCHER`); never made the default anywhere.
+static ALWAYS_ASKED: LazyLock<Dispatch> = LazyLock::new(|| Dispatch::new(NoticeCatcher));
 
 /// The dispatcher a durable commit runs under: it listens to sqlx's notices only.
 struct NoticeCatcher;

@@ -215,18 +215,6 @@ async fn values_whose_commit_the_synchronous_standby_did_not_confirm_are_withhel
     );
 }
 
-/// Cancels every commit of this database waiting for a synchronous standby; how many.
-async fn cancel_commits_waiting_for_the_standby(dba: &tokio_postgres::Client) -> i64 {
-    dba.query_one(
-        "SELECT count(pg_cancel_backend(pid)) FROM pg_stat_activity \
-         WHERE datname = current_database() AND wait_event = 'SyncRep'",
-        &[],
-    )
-    .await
-    .unwrap()
-    .get(0)
-}
-
 /// The registry pool's durable commits (worker ids, block lease rows and their renewals) are
 /// held to the vend statement's rule: a commit whose wait for the synchronous standby was
 /// cancelled is committed here only, and what it records is not acted on. Here a worker id:
@@ -236,6 +224,7 @@ async fn a_worker_id_whose_lease_the_synchronous_standby_did_not_confirm_is_not_
     let pg = Pg::start("syncrep-worker", &[]).await;
     let db = TestDb::create(&pg.cluster).await;
     let app = std::sync::Arc::new(spawn_app_on(&db, test_settings()).await);
+    a_warning_outside_any_durable_commit(&db.url).await;
     let dba = db.connect().await;
     name_an_absent_synchronous_standby(&dba).await;
     // A waiting `COMMIT` may be another commit of the instance's (a renewal), while the
@@ -262,9 +251,5 @@ async fn a_worker_id_whose_lease_the_synchronous_standby_did_not_confirm_is_not_
     };
     reply.assert_error(503, "unavailable");
 
-    dba.batch_execute("ALTER SYSTEM RESET synchronous_standby_names")
-        .await
-        .unwrap();
-    dba.batch_execute("SELECT pg_reload_conf()").await.unwrap();
-    cancel_commits_waiting_for_the_standby(&dba).await;
+    forget_the_absent_standby(&dba).await;
 }

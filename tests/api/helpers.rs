@@ -453,3 +453,39 @@ pub fn assert_unique(values: &[i64]) -> HashSet<i64> {
     );
     set
 }
+
+/// A WARNING that reaches sqlx outside any durable commit (as other tests' may, in the same
+/// process), after the instance's first durable commit: the notice call site's `tracing`
+/// interest is then settled where no catcher listens, and must not stay deaf to the catcher.
+/// A bare sqlx connection on purpose: it must reach sqlx's notice call site, not seqvend's.
+#[allow(clippy::disallowed_types)]
+pub async fn a_warning_outside_any_durable_commit(url: &str) {
+    use sqlx::Connection;
+    let mut conn = sqlx::PgConnection::connect(url).await.unwrap();
+    sqlx::raw_sql("DO $$ BEGIN RAISE WARNING 'a warning outside any durable commit'; END $$")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    conn.close().await.unwrap();
+}
+
+/// Cancels every commit of this database waiting for a synchronous standby; how many.
+pub async fn cancel_commits_waiting_for_the_standby(dba: &tokio_postgres::Client) -> i64 {
+    dba.query_one(
+        "SELECT count(pg_cancel_backend(pid)) FROM pg_stat_activity \
+         WHERE datname = current_database() AND wait_event = 'SyncRep'",
+        &[],
+    )
+    .await
+    .unwrap()
+    .get(0)
+}
+
+/// Drops the synchronous standby a test named, and lets every commit still waiting for it go.
+pub async fn forget_the_absent_standby(dba: &tokio_postgres::Client) {
+    dba.batch_execute("ALTER SYSTEM RESET synchronous_standby_names")
+        .await
+        .unwrap();
+    dba.batch_execute("SELECT pg_reload_conf()").await.unwrap();
+    cancel_commits_waiting_for_the_standby(dba).await;
+}
