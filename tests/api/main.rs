@@ -1,6 +1,7 @@
 //! seqvend's integration tests: real HTTP against real PostgreSQL clusters.
 
 mod api_reference;
+mod blocks;
 mod by_hand;
 mod caching;
 mod cli;
