@@ -575,6 +575,25 @@ CREATE FUNCTION seqvend.lease_runs(p_vals bigint[], p_increment bigint, OUT runs
 $$;
 
 --
+-- Name: lock_sequence(regclass); Type: FUNCTION; Schema: seqvend; Owner: -
+--
+
+CREATE FUNCTION seqvend.lock_sequence(p_seq regclass) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    owner text;
+BEGIN
+    -- Reading the sequence first holds off an owner change (it waits for this reader), so the
+    -- owner read next is the one the ALTER below finds: the ALTER then never changes it, and
+    -- so writes nothing. (A regclass prints as a quoted, qualified name.)
+    EXECUTE format('SELECT FROM %s', p_seq);
+    SELECT c.relowner::regrole::text INTO owner FROM pg_catalog.pg_class c WHERE c.oid = p_seq;
+    EXECUTE format('ALTER SEQUENCE %s OWNER TO %s', p_seq, owner);
+END
+$$;
+
+--
 -- Name: lock_sequence_for_block(regclass, text); Type: FUNCTION; Schema: seqvend; Owner: -
 --
 
@@ -583,17 +602,10 @@ CREATE FUNCTION seqvend.lock_sequence_for_block(p_seq regclass, p_wait text) RET
     AS $$
 DECLARE
     outer_wait text := current_setting('lock_timeout');
-    owner      text;
 BEGIN
     PERFORM set_config('lock_timeout', p_wait, true);
     BEGIN
-        -- Reading the sequence first holds off an owner change (it waits for this reader), so
-        -- the owner read next is the one the ALTER below finds: the ALTER then never changes
-        -- it, and so writes nothing. (A regclass prints as a quoted, qualified name.)
-        EXECUTE format('SELECT FROM %s', p_seq);
-        SELECT c.relowner::regrole::text INTO owner
-          FROM pg_catalog.pg_class c WHERE c.oid = p_seq;
-        EXECUTE format('ALTER SEQUENCE %s OWNER TO %s', p_seq, owner);
+        PERFORM seqvend.lock_sequence(p_seq);
     EXCEPTION WHEN lock_not_available OR insufficient_privilege OR deadlock_detected THEN
         PERFORM set_config('lock_timeout', outer_wait, true);
         RETURN false;
@@ -696,12 +708,10 @@ DECLARE
     behind   boolean;
     detail   text;
 BEGIN
-    -- ALTER SEQUENCE takes a lock that nextval and setval in other sessions wait for, held to
-    -- the end of this transaction (LOCK TABLE refuses sequences), so nobody moves it between
-    -- the look and the fix, nor during the rest of this statement's draw. NO CYCLE is what
-    -- seqvend creates its sequences with: a cycling sequence is a rewind waiting to happen.
-    -- DDL is the one place a name is spliced: a regclass prints as a quoted, qualified name.
-    EXECUTE format('ALTER SEQUENCE %s NO CYCLE', p_seq);
+    -- The sequence's lock (lock_sequence: nextval, setval and reads in other sessions wait for
+    -- it), held to the end of this transaction, so nobody moves it between the look and the
+    -- fix, nor during the rest of this statement's draw.
+    PERFORM seqvend.lock_sequence(p_seq);
 
     last_val := pg_sequence_last_value(p_seq);
     IF last_val IS NULL THEN

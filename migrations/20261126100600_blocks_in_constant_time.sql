@@ -23,27 +23,38 @@
 -- Advisory lock keys are unchanged (see 20261121000002_vend.sql).
 
 -- Takes the lock of a range's PostgreSQL sequence that nextval, setval and reads of the
--- sequence in every other session wait for, held to commit. Waits at most p_wait for it.
--- False, having changed nothing, when it did not come in time (a transaction elsewhere that
--- called nextval, a pg_dump reading the sequence) or when seqvend may not alter the sequence
--- (only its owner may): the caller then draws value by value.
+-- sequence in every other session wait for, held to commit, waiting as lock_timeout says.
+-- Raises insufficient_privilege where seqvend does not own the sequence (only its owner may
+-- alter it). It changes nothing: not the owner, not the sequence's file, no catalog row.
+CREATE FUNCTION seqvend.lock_sequence(p_seq regclass)
+    RETURNS void
+    LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    owner text;
+BEGIN
+    -- Reading the sequence first holds off an owner change (it waits for this reader), so the
+    -- owner read next is the one the ALTER below finds: the ALTER then never changes it, and
+    -- so writes nothing. (A regclass prints as a quoted, qualified name.)
+    EXECUTE format('SELECT FROM %s', p_seq);
+    SELECT c.relowner::regrole::text INTO owner FROM pg_catalog.pg_class c WHERE c.oid = p_seq;
+    EXECUTE format('ALTER SEQUENCE %s OWNER TO %s', p_seq, owner);
+END
+$$;
+
+-- lock_sequence(), waiting at most p_wait. False, having changed nothing, when the lock did not
+-- come in time (a transaction elsewhere that called nextval, a pg_dump reading the sequence) or
+-- may not be taken: the caller then draws value by value.
 CREATE FUNCTION seqvend.lock_sequence_for_block(p_seq regclass, p_wait text)
     RETURNS boolean
     LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
     outer_wait text := current_setting('lock_timeout');
-    owner      text;
 BEGIN
     PERFORM set_config('lock_timeout', p_wait, true);
     BEGIN
-        -- Reading the sequence first holds off an owner change (it waits for this reader), so
-        -- the owner read next is the one the ALTER below finds: the ALTER then never changes
-        -- it, and so writes nothing. (A regclass prints as a quoted, qualified name.)
-        EXECUTE format('SELECT FROM %s', p_seq);
-        SELECT c.relowner::regrole::text INTO owner
-          FROM pg_catalog.pg_class c WHERE c.oid = p_seq;
-        EXECUTE format('ALTER SEQUENCE %s OWNER TO %s', p_seq, owner);
+        PERFORM seqvend.lock_sequence(p_seq);
     EXCEPTION WHEN lock_not_available OR insufficient_privilege OR deadlock_detected THEN
         PERFORM set_config('lock_timeout', outer_wait, true);
         RETURN false;
@@ -450,3 +461,62 @@ BEGIN
 END
 $$;
 
+
+-- repair_rewind(), as before, but holding the sequence with lock_sequence() instead of
+-- ALTER SEQUENCE … NO CYCLE, which gave the sequence a new file under a lock that readers of
+-- the sequence do not wait for: a DBA reading it meanwhile could find no row.
+CREATE OR REPLACE FUNCTION seqvend.repair_rewind(p_sequence integer, p_range integer, p_seq regclass,
+                                      p_min bigint, p_max bigint, p_start bigint,
+                                      p_step bigint, p_mark bigint, p_seen numeric)
+    RETURNS text
+    LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    up       boolean := p_step > 0;
+    last_val bigint;
+    next_val numeric;
+    behind   boolean;
+    detail   text;
+BEGIN
+    -- The sequence's lock (lock_sequence: nextval, setval and reads in other sessions wait for
+    -- it), held to the end of this transaction, so nobody moves it between the look and the
+    -- fix, nor during the rest of this statement's draw.
+    PERFORM seqvend.lock_sequence(p_seq);
+
+    last_val := pg_sequence_last_value(p_seq);
+    IF last_val IS NULL THEN
+        -- Restarted: the next value is the restart value. Draw it to see it, then put it
+        -- back; nobody else can draw while the lock is held.
+        next_val := nextval(p_seq);
+        PERFORM setval(p_seq, next_val::bigint, false);
+    ELSE
+        next_val := last_val::numeric + p_step;
+    END IF;
+    behind := NOT (CASE WHEN up THEN next_val >= p_min ELSE next_val <= p_max END)
+              OR (p_mark IS NOT NULL
+                  AND NOT (CASE WHEN up THEN next_val > p_mark ELSE next_val < p_mark END));
+
+    IF p_mark IS NULL THEN
+        IF behind THEN
+            PERFORM setval(p_seq, p_start, false);
+        END IF;
+        detail := format('sequence %s was moved outside its range [%s, %s] (it gave %s) before '
+                         'seqvend handed out any value from it; %s', p_seq, p_min, p_max,
+                         p_seen, CASE WHEN behind THEN format('moved it to the range''s start %s', p_start)
+                                      ELSE 'it has since moved back into the range' END);
+    ELSE
+        IF behind THEN
+            PERFORM setval(p_seq, p_mark, true);
+        END IF;
+        detail := format('sequence %s was moved back: it gave %s, not past %s, the last value '
+                         'seqvend handed out from it; %s', p_seq, p_seen, p_mark,
+                         CASE WHEN behind THEN format('moved it forward past %s, so no value is '
+                                                      'handed out twice', p_mark)
+                              ELSE 'it has since moved past it' END);
+    END IF;
+    INSERT INTO seqvend.events (sequence_id, range_id, kind, actor, detail)
+    VALUES (p_sequence, p_range, 'rewind', 'vend', detail);
+    RAISE WARNING '%', detail;
+    RETURN detail;
+END
+$$;
