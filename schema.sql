@@ -142,6 +142,8 @@ DECLARE
     ordered   boolean;
     stale     numeric;
     repairs   integer := 0;
+    tried     boolean := false;
+    blk       record;
     v         bigint;
 BEGIN
     vals := '{}';
@@ -185,6 +187,21 @@ BEGIN
                 EXIT;
             END IF;
             k := least(room, p_wanted - cardinality(vals));
+            IF k > 64 AND NOT tried THEN
+                -- A block, claimed at once (tried once per draw: a lock not had in time is not
+                -- waited for again). Declined, it is drawn value by value below.
+                tried := true;
+                blk := seqvend.draw_block(p_seq, k, p_increment, p_min, p_max, last_out);
+                IF blk.taken > 0 THEN
+                    last_out := (blk.first::numeric + (blk.taken - 1) * p_increment)::bigint;
+                    vals := vals || ARRAY(SELECT generate_series(blk.first, last_out, p_increment));
+                END IF;
+                IF blk.taken IS NOT NULL THEN
+                    ended := blk.ended;
+                    EXIT WHEN ended;
+                    CONTINUE;
+                END IF;
+            END IF;
         END IF;
 
         IF k < room THEN
@@ -238,6 +255,50 @@ BEGIN
     IF NOT ended AND last_out IS NOT NULL THEN
         ended := CASE WHEN up THEN last_out::numeric + p_step > range_end
                       ELSE last_out::numeric + p_step < range_end END;
+    END IF;
+END
+$$;
+
+--
+-- Name: draw_block(regclass, bigint, bigint, bigint, bigint, bigint); Type: FUNCTION; Schema: seqvend; Owner: -
+--
+
+CREATE FUNCTION seqvend.draw_block(p_seq regclass, p_wanted bigint, p_step bigint, p_min bigint, p_max bigint, p_mark bigint, OUT first bigint, OUT taken bigint, OUT ended boolean) RETURNS record
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    up        boolean := p_step > 0;
+    position  bigint;
+    called    boolean;
+    next_val  numeric;
+    range_end numeric;
+    room      numeric;
+    seq       record;
+BEGIN
+    IF NOT seqvend.lock_sequence_for_block(p_seq, '20ms') THEN
+        RETURN;
+    END IF;
+    -- Read under the lock (a new snapshot): what a DBA committed before it came is seen, and
+    -- nothing moves until commit.
+    SELECT ps.seqincrement, ps.seqmin, ps.seqmax INTO seq
+      FROM pg_catalog.pg_sequence ps WHERE ps.seqrelid = p_seq;
+    IF seq.seqincrement IS DISTINCT FROM p_step THEN
+        RETURN;
+    END IF;
+    EXECUTE format('SELECT last_value, is_called FROM %s', p_seq) INTO position, called;
+    next_val := CASE WHEN called THEN position::numeric + p_step ELSE position END;
+    IF NOT next_val BETWEEN p_min AND p_max
+       OR (p_mark IS NOT NULL AND NOT (CASE WHEN up THEN next_val > p_mark ELSE next_val < p_mark END)) THEN
+        RETURN;
+    END IF;
+    range_end := CASE WHEN up THEN least(p_max, seq.seqmax) ELSE greatest(p_min, seq.seqmin) END;
+    room := floor((range_end - next_val) / p_step) + 1;
+    taken := greatest(least(room, p_wanted), 0);
+    ended := room <= p_wanted;
+    IF taken > 0 THEN
+        first := next_val;
+        -- Inside [p_min, p_max] and the sequence's bounds: setval accepts it.
+        PERFORM setval(p_seq, (next_val + (taken - 1) * p_step)::bigint, true);
     END IF;
 END
 $$;
@@ -340,26 +401,79 @@ END;
 $$;
 
 --
+-- Name: join_runs(bigint[], bigint[], bigint[], bigint[], bigint); Type: FUNCTION; Schema: seqvend; Owner: -
+--
+
+CREATE FUNCTION seqvend.join_runs(INOUT firsts bigint[], INOUT lasts bigint[], p_firsts bigint[], p_lasts bigint[], p_increment bigint) RETURNS record
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+DECLARE
+    n integer := cardinality(lasts);
+BEGIN
+    IF coalesce(cardinality(p_firsts), 0) = 0 THEN
+        RETURN;
+    END IF;
+    IF n > 0 AND lasts[n]::numeric + p_increment = p_firsts[1] THEN
+        lasts[n] := p_lasts[1];
+        p_firsts := p_firsts[2:];
+        p_lasts := p_lasts[2:];
+    END IF;
+    firsts := firsts || p_firsts;
+    lasts := lasts || p_lasts;
+END
+$$;
+
+--
 -- Name: lease(text, integer, text, text, interval); Type: FUNCTION; Schema: seqvend; Owner: -
 --
 
-CREATE FUNCTION seqvend.lease(p_name text, p_count integer, p_kind text, p_holder text, p_ttl interval) RETURNS TABLE(outcome text, vals bigint[], detail text, lease_id bigint, expires_at timestamp with time zone, increment bigint)
+CREATE FUNCTION seqvend.lease(p_name text, p_count integer, p_kind text, p_holder text, p_ttl interval) RETURNS TABLE(outcome text, runs_first bigint[], runs_last bigint[], value_count bigint, detail text, lease_id bigint, expires_at timestamp with time zone, increment bigint)
     LANGUAGE plpgsql
     AS $$
 DECLARE
     drawn record;
+    rest  record;
 BEGIN
     -- The lease row and the draw's mark must survive a crash before any value leaves.
     PERFORM set_config('synchronous_commit', 'on', true);
-    SELECT v.outcome, v.vals, v.detail INTO drawn
-      FROM seqvend.vend(ARRAY[p_name], ARRAY[p_count]) AS v;
-    outcome := drawn.outcome;
-    vals := drawn.vals;
-    detail := drawn.detail;
     SELECT s.increment INTO increment FROM seqvend.sequences s WHERE s.name = p_name;
-    IF drawn.outcome = 'ok' AND cardinality(drawn.vals) > 0 THEN
+    outcome := 'ok';
+    runs_first := '{}';
+    runs_last := '{}';
+    value_count := 0;
+    IF p_count > 64 AND increment IS NOT NULL THEN
+        BEGIN
+            SELECT b.runs_first, b.runs_last, b.taken INTO runs_first, runs_last, value_count
+              FROM seqvend.lease_blocks(p_name, p_count) AS b;
+        EXCEPTION WHEN OTHERS THEN
+            -- Undone (values it claimed are gaps): vend() draws them all, and answers for
+            -- whatever went wrong.
+            runs_first := '{}';
+            runs_last := '{}';
+            value_count := 0;
+        END;
+    END IF;
+    IF value_count < p_count THEN
+        SELECT v.outcome, v.vals, v.detail INTO drawn
+          FROM seqvend.vend(ARRAY[p_name], ARRAY[(p_count - value_count)::integer]) AS v;
+        detail := drawn.detail;
+        IF drawn.outcome <> 'ok' THEN
+            outcome := drawn.outcome;
+            runs_first := '{}';
+            runs_last := '{}';
+            value_count := 0;
+            RETURN NEXT;
+            RETURN;
+        END IF;
+        SELECT l.runs_first, l.runs_last INTO rest FROM seqvend.lease_runs(drawn.vals, increment) AS l;
+        SELECT j.firsts, j.lasts INTO runs_first, runs_last
+          FROM seqvend.join_runs(runs_first, runs_last, rest.runs_first, rest.runs_last,
+                                 increment) AS j;
+        value_count := value_count + cardinality(drawn.vals);
+    END IF;
+    IF value_count > 0 THEN
         INSERT INTO seqvend.leases AS l (sequence_id, kind, holder, value_count, expires_at)
-        SELECT s.id, p_kind, p_holder, cardinality(drawn.vals), now() + p_ttl
+        SELECT s.id, p_kind, p_holder, value_count, now() + p_ttl
           FROM seqvend.sequences s WHERE s.name = p_name
         RETURNING l.id, l.expires_at INTO lease_id, expires_at;
     END IF;
@@ -368,10 +482,67 @@ END
 $$;
 
 --
+-- Name: lease_blocks(text, bigint); Type: FUNCTION; Schema: seqvend; Owner: -
+--
+
+CREATE FUNCTION seqvend.lease_blocks(p_name text, p_count bigint, OUT runs_first bigint[], OUT runs_last bigint[], OUT taken bigint) RETURNS record
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    seq_id integer;
+    step   bigint;
+    r      record;
+    blk    record;
+    last   bigint;
+    n      integer;
+BEGIN
+    runs_first := '{}';
+    runs_last := '{}';
+    taken := 0;
+    PERFORM set_config('lock_timeout',
+                       coalesce(nullif(current_setting('seqvend.lock_timeout', true), ''), '200'),
+                       true);
+    SELECT s.id, s.increment INTO seq_id, step FROM seqvend.sequences s WHERE s.name = p_name;
+    IF seq_id IS NULL THEN
+        RETURN;
+    END IF;
+    PERFORM pg_advisory_xact_lock_shared(1398166353, seq_id);
+    WHILE taken < p_count LOOP
+        -- Read after the locks (a new snapshot each): a retirement or rollover that committed
+        -- meanwhile is seen.
+        SELECT g.id INTO r FROM seqvend.ranges g JOIN seqvend.sequences s ON s.id = g.sequence_id
+         WHERE s.id = seq_id AND s.status = 'active' AND g.status = 'active';
+        EXIT WHEN r.id IS NULL;
+        PERFORM pg_advisory_xact_lock(1398166087, r.id);
+        SELECT g.id, g.status, g.pg_sequence, g.min_value, g.max_value, g.high_water INTO r
+          FROM seqvend.ranges g WHERE g.id = r.id;
+        EXIT WHEN r.status <> 'active';
+        blk := seqvend.draw_block(r.pg_sequence, p_count - taken, step, r.min_value,
+                                  r.max_value, r.high_water);
+        EXIT WHEN blk.taken IS NULL;
+        IF blk.taken > 0 THEN
+            last := (blk.first::numeric + (blk.taken - 1) * step)::bigint;
+            UPDATE seqvend.ranges SET high_water = last WHERE id = r.id;
+            n := cardinality(runs_last);
+            IF n > 0 AND runs_last[n]::numeric + step = blk.first THEN
+                runs_last[n] := last;
+            ELSE
+                runs_first := runs_first || blk.first;
+                runs_last := runs_last || last;
+            END IF;
+            taken := taken + blk.taken;
+        END IF;
+        EXIT WHEN NOT blk.ended;
+        PERFORM seqvend.roll_over(seq_id, r.id);
+    END LOOP;
+END
+$$;
+
+--
 -- Name: lease_keyed(text, integer, text, text, interval, text, text, text, interval); Type: FUNCTION; Schema: seqvend; Owner: -
 --
 
-CREATE FUNCTION seqvend.lease_keyed(p_name text, p_count integer, p_kind text, p_holder text, p_ttl interval, p_owner text, p_key text, p_request text, p_key_ttl interval) RETURNS TABLE(outcome text, vals bigint[], detail text, lease_id bigint, expires_at timestamp with time zone, increment bigint, runs_first bigint[], runs_last bigint[])
+CREATE FUNCTION seqvend.lease_keyed(p_name text, p_count integer, p_kind text, p_holder text, p_ttl interval, p_owner text, p_key text, p_request text, p_key_ttl interval) RETURNS TABLE(outcome text, runs_first bigint[], runs_last bigint[], value_count bigint, detail text, lease_id bigint, expires_at timestamp with time zone, increment bigint)
     LANGUAGE plpgsql
     AS $$
 DECLARE
@@ -380,6 +551,8 @@ DECLARE
 BEGIN
     -- The stored answer is what a retry gets: it must be as durable as the lease it replays.
     PERFORM set_config('synchronous_commit', 'on', true);
+    -- The key's lock first (20261126100300): a key another transaction still serves past
+    -- lock_timeout is answered 'key_in_flight', nothing drawn.
     IF cardinality(seqvend.lock_keys(ARRAY[p_owner], ARRAY[p_key])) > 0 THEN
         outcome := 'key_in_flight';
         RETURN NEXT;
@@ -390,7 +563,9 @@ BEGIN
     IF NOT FOUND THEN
         SELECT * INTO drawn FROM seqvend.lease(p_name, p_count, p_kind, p_holder, p_ttl);
         outcome := drawn.outcome;
-        vals := drawn.vals;
+        runs_first := drawn.runs_first;
+        runs_last := drawn.runs_last;
+        value_count := drawn.value_count;
         detail := drawn.detail;
         lease_id := drawn.lease_id;
         expires_at := drawn.expires_at;
@@ -398,12 +573,11 @@ BEGIN
             RETURN NEXT;
             RETURN;
         END IF;
-        SELECT r.runs_first, r.runs_last INTO runs_first, runs_last
-          FROM seqvend.lease_runs(drawn.vals, increment) AS r;
         IF seqvend.store_answer(p_owner, p_key, p_request,
-                                CASE WHEN cardinality(drawn.vals) > 0 THEN 200 ELSE 409 END::smallint,
-                                NULL, coalesce(runs_first, '{}'), coalesce(runs_last, '{}'),
-                                drawn.expires_at, p_key_ttl) THEN
+                                CASE WHEN drawn.value_count > 0 THEN 200 ELSE 409 END::smallint,
+                                NULL, coalesce(drawn.runs_first, '{}'),
+                                coalesce(drawn.runs_last, '{}'), drawn.expires_at,
+                                p_key_ttl) THEN
             RETURN NEXT;
             RETURN;
         END IF;
@@ -411,13 +585,16 @@ BEGIN
         -- this lease's values are a gap.
         SELECT * INTO known FROM seqvend.stored_answers(ARRAY[p_owner], ARRAY[p_key]);
     END IF;
+    IF known.request = p_request THEN
+        PERFORM seqvend.replay_durably();
+    END IF;
     outcome := CASE WHEN known.request = p_request THEN 'replayed' ELSE 'key_reused' END;
-    vals := NULL;
     detail := known.status::text;
     lease_id := NULL;
     expires_at := known.lease_expires_at;
-    runs_first := known.runs_first;
-    runs_last := known.runs_last;
+    runs_first := coalesce(known.runs_first, '{}');
+    runs_last := coalesce(known.runs_last, '{}');
+    value_count := NULL;
     RETURN NEXT;
 END
 $$;
@@ -481,6 +658,47 @@ BEGIN
     END;
     PERFORM set_config('lock_timeout', callers, true);
     RETURN busy;
+END
+$$;
+
+--
+-- Name: lock_sequence(regclass); Type: FUNCTION; Schema: seqvend; Owner: -
+--
+
+CREATE FUNCTION seqvend.lock_sequence(p_seq regclass) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    owner text;
+BEGIN
+    -- Reading the sequence first holds off an owner change (it waits for this reader), so the
+    -- owner read next is the one the ALTER below finds: the ALTER then never changes it, and
+    -- so writes nothing. (A regclass prints as a quoted, qualified name.)
+    EXECUTE format('SELECT FROM %s', p_seq);
+    SELECT c.relowner::regrole::text INTO owner FROM pg_catalog.pg_class c WHERE c.oid = p_seq;
+    EXECUTE format('ALTER SEQUENCE %s OWNER TO %s', p_seq, owner);
+END
+$$;
+
+--
+-- Name: lock_sequence_for_block(regclass, text); Type: FUNCTION; Schema: seqvend; Owner: -
+--
+
+CREATE FUNCTION seqvend.lock_sequence_for_block(p_seq regclass, p_wait text) RETURNS boolean
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    outer_wait text := current_setting('lock_timeout');
+BEGIN
+    PERFORM set_config('lock_timeout', p_wait, true);
+    BEGIN
+        PERFORM seqvend.lock_sequence(p_seq);
+    EXCEPTION WHEN lock_not_available OR insufficient_privilege OR deadlock_detected THEN
+        PERFORM set_config('lock_timeout', outer_wait, true);
+        RETURN false;
+    END;
+    PERFORM set_config('lock_timeout', outer_wait, true);
+    RETURN true;
 END
 $$;
 
@@ -648,12 +866,10 @@ DECLARE
     behind   boolean;
     detail   text;
 BEGIN
-    -- ALTER SEQUENCE takes a lock that nextval and setval in other sessions wait for, held to
-    -- the end of this transaction (LOCK TABLE refuses sequences), so nobody moves it between
-    -- the look and the fix, nor during the rest of this statement's draw. NO CYCLE is what
-    -- seqvend creates its sequences with: a cycling sequence is a rewind waiting to happen.
-    -- DDL is the one place a name is spliced: a regclass prints as a quoted, qualified name.
-    EXECUTE format('ALTER SEQUENCE %s NO CYCLE', p_seq);
+    -- The sequence's lock (lock_sequence: nextval, setval and reads in other sessions wait for
+    -- it), held to the end of this transaction, so nobody moves it between the look and the
+    -- fix, nor during the rest of this statement's draw.
+    PERFORM seqvend.lock_sequence(p_seq);
 
     last_val := pg_sequence_last_value(p_seq);
     IF last_val IS NULL THEN
@@ -690,6 +906,18 @@ BEGIN
     VALUES (p_sequence, p_range, 'rewind', 'vend', detail);
     RAISE WARNING '%', detail;
     RETURN detail;
+END
+$$;
+
+--
+-- Name: replay_durably(); Type: FUNCTION; Schema: seqvend; Owner: -
+--
+
+CREATE FUNCTION seqvend.replay_durably() RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    PERFORM pg_logical_emit_message(true, 'seqvend', 'replay');
 END
 $$;
 
@@ -1012,6 +1240,7 @@ BEGIN
         requests := ARRAY[known.i];
         detail := known.status::text;
         IF known.request = p_requests[known.i] THEN
+            PERFORM seqvend.replay_durably();
             outcome := 'replayed';
             vals := known.vals;
         ELSE

@@ -18,16 +18,26 @@ use crate::domain::SequenceName;
 use crate::idempotency::IdempotencyKey;
 use crate::metrics::Metrics;
 
-const LEASE_SQL: &str = "SELECT outcome, vals, detail, lease_id, \
-     (extract(epoch FROM expires_at) * 1000)::int8 AS expires_ms, increment \
-     FROM seqvend.lease($1, $2, $3, $4, make_interval(secs => $5))";
+/// The lease statement's columns, keyed or not, from `$from`: its values come as runs
+/// (`runs_first[i]` to `runs_last[i]` by `increment`), so a lease of any size is one short row.
+macro_rules! lease_sql {
+    ($from:literal) => {
+        concat!(
+            "SELECT outcome, runs_first, runs_last, detail, lease_id, \
+             (extract(epoch FROM expires_at) * 1000)::int8 AS expires_ms, increment ",
+            $from
+        )
+    };
+}
 
-/// The same, for a lease sent with an idempotency key: its answer (blocks as runs) is stored
-/// with the draw, or replayed if the key has one.
-const LEASE_KEYED_SQL: &str = "SELECT outcome, vals, detail, lease_id, \
-     (extract(epoch FROM expires_at) * 1000)::int8 AS expires_ms, increment, runs_first, runs_last \
-     FROM seqvend.lease_keyed($1, $2, $3, $4, make_interval(secs => $5), $6, $7, $8, \
-                              make_interval(secs => $9))";
+const LEASE_SQL: &str = lease_sql!("FROM seqvend.lease($1, $2, $3, $4, make_interval(secs => $5))");
+
+/// The same, for a lease sent with an idempotency key: its answer is stored with the draw, or
+/// replayed if the key has one.
+const LEASE_KEYED_SQL: &str = lease_sql!(
+    "FROM seqvend.lease_keyed($1, $2, $3, $4, make_interval(secs => $5), $6, $7, $8, \
+     make_interval(secs => $9))"
+);
 
 /// Who holds a lease: a seqvend instance (named) or a client of the lease endpoint.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -133,7 +143,7 @@ pub async fn lease(
         .first()
         .context("the lease statement returned no row")?;
     let name = ask.name;
-    let detail: Option<String> = row.get(2);
+    let detail: Option<String> = row.get(3);
     Ok(match StatementOutcome::parse(row.get(0))? {
         StatementOutcome::Replayed => replayed(row, detail.as_deref())?,
         StatementOutcome::KeyReused => Leased::KeyReused,
@@ -192,20 +202,24 @@ async fn run_lease(
 
 /// The stored answer of a keyed lease, rebuilt from its runs.
 fn replayed(row: &Row, detail: Option<&str>) -> anyhow::Result<Leased> {
-    let increment: i64 = row.get(5);
-    let firsts: Vec<i64> = row.get::<_, Option<Vec<i64>>>(6).unwrap_or_default();
-    let lasts: Vec<i64> = row.get::<_, Option<Vec<i64>>>(7).unwrap_or_default();
-    let blocks = firsts
-        .into_iter()
-        .zip(lasts)
-        .map(|(first, last)| Block::new(first, last, increment))
-        .collect::<Option<Vec<Block>>>()
-        .context("a stored lease's runs do not fit its increment")?;
-    let expires_ms: Option<i64> = row.get(4);
+    let blocks = blocks_of(row).context("a stored lease's runs do not fit its increment")?;
+    let expires_ms: Option<i64> = row.get(5);
     let expires_at = expires_ms.and_then(DateTime::from_timestamp_millis);
     Ok(Leased::Replayed(LeaseReplay::of(
         detail, blocks, expires_at,
     )))
+}
+
+/// The answer's runs as blocks, in vend order; `None` when a run does not fit the increment.
+fn blocks_of(row: &Row) -> Option<Vec<Block>> {
+    let increment: i64 = row.get(6);
+    let firsts: Vec<i64> = row.get::<_, Option<Vec<i64>>>(1).unwrap_or_default();
+    let lasts: Vec<i64> = row.get::<_, Option<Vec<i64>>>(2).unwrap_or_default();
+    firsts
+        .into_iter()
+        .zip(lasts)
+        .map(|(first, last)| Block::new(first, last, increment))
+        .collect()
 }
 
 /// A fresh draw: the values as blocks, counted (a repair the statement made is logged), or
@@ -218,32 +232,32 @@ fn granted(
     sent_at: Instant,
 ) -> anyhow::Result<Leased> {
     let name = ask.name.as_str();
-    let values: Vec<i64> = row.get(1);
     if let Some(repaired) = repaired {
         tracing::warn!(sequence = name, "{repaired}");
         metrics.sequence_repairs.with_label_values(&[name]).inc();
     }
-    if values.is_empty() {
+    let blocks = blocks_of(row).context("a lease's runs do not fit its increment")?;
+    let count: u64 = blocks.iter().map(Block::len).sum();
+    if count == 0 {
         return Ok(Leased::Exhausted);
     }
-    let increment: i64 = row.get(5);
-    let expires_ms: i64 = row.get(4);
+    let expires_ms: i64 = row.get(5);
     metrics
         .leases_granted
         .with_label_values(&[ask.holder.kind()])
         .inc();
     if *ask.holder == Holder::Client {
         // A client's values have left; an instance's count when it hands them out.
-        metrics.count_vended(name, values.len() as u64);
+        metrics.count_vended(name, count);
     }
     Ok(Leased::Granted(Lease {
-        id: row.get(3),
-        blocks: Block::runs_of(&values, increment),
-        count: values.len() as u64,
+        id: row.get(4),
+        blocks,
+        count,
         expires_at: DateTime::from_timestamp_millis(expires_ms)
             .context("lease expiry out of range")?,
         sent_at,
-        clipped: values.len() < ask.count as usize,
+        clipped: count < u64::from(ask.count),
     }))
 }
 

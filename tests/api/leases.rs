@@ -16,7 +16,7 @@ async fn lease(app: &TestApp, name: &str, count: u64) -> Reply {
 }
 
 /// Every value of a lease reply's blocks, in order.
-fn leased_values(reply: &Reply) -> Vec<i64> {
+pub(crate) fn leased_values(reply: &Reply) -> Vec<i64> {
     let mut values = Vec::new();
     for block in reply.body["blocks"].as_array().unwrap() {
         let (first, last, step) = (

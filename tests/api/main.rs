@@ -3,6 +3,7 @@
 #![allow(clippy::disallowed_types)]
 
 mod api_reference;
+mod blocks;
 mod by_hand;
 mod caching;
 mod cli;

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use super::wait::eventually;
+use super::wait::{eventually, eventually_some};
 use super::{ADMIN_TOKEN, VEND_TOKEN};
 
 /// The seqvend binary cargo built for these tests.
@@ -34,6 +34,30 @@ pub async fn wait_ready(child: &mut Child, address: &str) {
         let request = http.get(format!("{address}/readyz")).send();
         async move { request.await.is_ok_and(|r| r.status() == StatusCode::OK) }
     })
+    .await
+}
+
+/// Waits (up to 60 s) until the seqvend `child` serving at `address` answers `/readyz` with
+/// 200 (true) or exits (false).
+async fn ready_or_exited(child: &mut Child, address: &str) -> bool {
+    let http = reqwest::Client::new();
+    eventually_some(
+        Duration::from_secs(60),
+        "seqvend serve is ready or exited",
+        || {
+            let exited = child.try_wait().unwrap().is_some();
+            let request = http.get(format!("{address}/readyz")).send();
+            async move {
+                if exited {
+                    return Some(false);
+                }
+                request
+                    .await
+                    .is_ok_and(|r| r.status() == StatusCode::OK)
+                    .then_some(true)
+            }
+        },
+    )
     .await
 }
 
@@ -82,12 +106,21 @@ impl Seqvend {
     }
 
     /// A new process on the same port (after `kill`); returns how long until it was ready.
+    /// One that exits during startup (PostgreSQL down or slow to accept a connection: it exits
+    /// when it cannot migrate) is started again, as a supervisor would, for up to 60 s.
     pub async fn restart(&mut self) -> Duration {
         let started = Instant::now();
-        self.child = spawn(&self.database_url, self.port, &self.env);
         let address = self.address();
-        wait_ready(&mut self.child, &address).await;
-        started.elapsed()
+        loop {
+            self.child = spawn(&self.database_url, self.port, &self.env);
+            if ready_or_exited(&mut self.child, &address).await {
+                return started.elapsed();
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "seqvend kept exiting during startup for 60 s"
+            );
+        }
     }
 
     /// Resident memory in kB.

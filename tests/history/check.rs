@@ -10,6 +10,8 @@ use std::time::Duration;
 use crate::history::{Fault, History, Kind, Op, Outcome};
 use crate::world::{Token, CLIENT_LEASE_MS};
 
+mod dba_reads;
+
 /// A range of the registry, read after the run (so ranges added during it count).
 pub struct RegistryRange {
     pub sequence: String,
@@ -76,6 +78,7 @@ pub fn check(history: &History, registry: &[RegistryRange]) -> (Violations, Stri
     none_after_retirement(history, &ops, &claims, &mut violations);
     snowflakes(&ops, &mut violations);
     counters(&ops, &mut violations);
+    dba_reads::every_read_found_its_row(&faults, &mut violations);
     let report = crate::report::write(history, &ops, &faults, &claims, &violations);
     (violations, report)
 }

@@ -19,7 +19,10 @@ use crate::history::{Drawn, Fault, Retirement};
 use crate::schedule::{rng, Focus};
 use crate::world::{CACHED, DOWN, HOT, STEP, UPS, ZIGZAG};
 
+mod dba_read;
 mod held_renewal;
+
+pub use dba_read::ROW_MISSING;
 
 /// How its sessions are told apart from seqvend's (which it terminates).
 const APPLICATION: &str = "history-operator";
@@ -70,6 +73,7 @@ impl Operator {
                     let rewinder = Operator::new(self.ctx.clone(), 1_000 + n);
                     self.background.spawn(rewinder.rewind_in_a_loop(HOT));
                 }
+                self.spawn_reader();
             }
             Focus::KeyedRollover => {
                 while self.running() {
@@ -103,6 +107,7 @@ impl Operator {
                 }
             }
             Focus::Chaos => {
+                self.spawn_reader();
                 if self.ctx.world.doomed.read().unwrap().is_empty() {
                     self.new_doomed().await;
                 }
@@ -134,6 +139,12 @@ impl Operator {
                 self.pause(2, 15).await;
             }
         }
+    }
+
+    /// A DBA reading sequences beside the phase's faults (`dba_read`).
+    fn spawn_reader(&mut self) {
+        let reader = Operator::new(self.ctx.clone(), 2_000);
+        self.background.spawn(reader.read_sequences_in_a_loop());
     }
 
     fn running(&self) -> bool {

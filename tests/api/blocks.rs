@@ -1,0 +1,380 @@
+//! Blocks drawn in constant time: a lease or batch of more than 64 values claims its block
+//! with one `setval` under the sequence's lock. These tests hold it to nextval's answers and
+//! to the promise beside other users of the sequence: another application's nextval, a DBA
+//! reading the sequence, a pg_dump holding it, an owner changed, a rewind, a restart, bounds
+//! and increments altered.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::{Method, StatusCode};
+
+use crate::helpers::*;
+use crate::leases::leased_values;
+
+/// The PostgreSQL sequence of `name`'s active range.
+async fn pg_sequence(app: &TestApp, name: &str) -> String {
+    let reply = app.get(name).await;
+    reply.body["ranges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["status"] == "active")
+        .unwrap()["pg_sequence"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// A lease of `count` values, sent again after a 503 as a client would (on a busy machine a
+/// vend connection is sometimes not made in time; a 503 hands nothing out).
+async fn lease(app: &TestApp, name: &str, count: u64) -> Reply {
+    let path = format!("/sequences/{name}/leases?count={count}");
+    for _ in 0..10 {
+        let reply = app
+            .request(Method::POST, &path, Some(VEND_TOKEN), None)
+            .await;
+        if reply.status != StatusCode::SERVICE_UNAVAILABLE {
+            assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+            return reply;
+        }
+    }
+    panic!("a lease of {count} from {name}: 503 ten times");
+}
+
+fn consecutive(first: i64, last: i64) -> Vec<i64> {
+    (first..=last).collect()
+}
+
+async fn nextval(client: &tokio_postgres::Client, sequence: &str) -> i64 {
+    client
+        .query_one("SELECT nextval($1::text::regclass)", &[&sequence])
+        .await
+        .unwrap()
+        .get(0)
+}
+
+/// The sequence's file and catalog row version: a block must change neither (a new file is
+/// what made a DBA's concurrent read find no row).
+async fn file_and_row(client: &tokio_postgres::Client, sequence: &str) -> (u32, String) {
+    let row = client
+        .query_one(
+            "SELECT c.relfilenode::oid, (SELECT s.xmin::text FROM pg_sequence s \
+             WHERE s.seqrelid = c.oid) FROM pg_class c WHERE c.oid = $1::text::regclass",
+            &[&sequence],
+        )
+        .await
+        .unwrap();
+    (row.get(0), row.get(1))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_lease_of_100000_values_is_one_block_and_the_sequence_goes_on_after_it() {
+    let db = TestDb::shared().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    app.create_ok("big", 1, 1_000_000_000).await;
+    let sequence = pg_sequence(&app, "big").await;
+    let dba = db.connect().await;
+    let before = file_and_row(&dba, &sequence).await;
+    let reply = lease(&app, "big", 100_000).await;
+    assert_eq!(
+        reply.body["blocks"],
+        serde_json::json!([{"first": 1, "last": 100_000, "increment": 1}])
+    );
+    assert_eq!(nextval(&dba, &sequence).await, 100_001);
+    assert_eq!(
+        file_and_row(&dba, &sequence).await,
+        before,
+        "no new file, no catalog write"
+    );
+    let mark: i64 = dba
+        .query_one("SELECT high_water FROM seqvend.ranges", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(mark, 100_000, "the range's mark is the block's last value");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_block_holds_its_sequence_against_other_sessions_until_it_commits() {
+    let db = TestDb::shared().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    app.create_ok("held", 1, 1_000_000).await;
+    let sequence = pg_sequence(&app, "held").await;
+    let drawer = db.connect().await;
+    drawer.batch_execute("BEGIN").await.unwrap();
+    let block = drawer
+        .query_one(
+            "SELECT runs_first, runs_last FROM seqvend.lease('held', 1000, 'client', 'x', \
+             interval '1 min')",
+            &[],
+        )
+        .await
+        .unwrap();
+    let (firsts, lasts): (Vec<i64>, Vec<i64>) = (block.get(0), block.get(1));
+    assert_eq!((firsts, lasts), (vec![1], vec![1000]), "one block");
+
+    // Another application's nextval, and a DBA's read, wait for the block's commit: nobody
+    // takes a value of the block between its read of the sequence and its setval.
+    let other = db.connect().await;
+    other
+        .batch_execute("SET statement_timeout = '300ms'")
+        .await
+        .unwrap();
+    for sql in [
+        format!("SELECT nextval('{sequence}')"),
+        format!("SELECT last_value FROM {sequence}"),
+    ] {
+        let waited = other
+            .query_one(&sql, &[])
+            .await
+            .expect_err("waits for the block");
+        assert_eq!(
+            waited.as_db_error().map(|e| e.code()),
+            Some(&tokio_postgres::error::SqlState::QUERY_CANCELED),
+            "{sql}: {waited}"
+        );
+    }
+    drawer.batch_execute("COMMIT").await.unwrap();
+    assert_eq!(
+        nextval(&other, &sequence).await,
+        1001,
+        "the value after the block"
+    );
+}
+
+/// A DBA reading the sequence while blocks are drawn always finds its row (the read waits for
+/// a block's lock, and the block leaves the sequence's file in place).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_dba_reading_the_sequence_while_blocks_are_drawn_always_finds_its_row() {
+    let db = TestDb::shared().await;
+    let app = Arc::new(spawn_app_on(&db, test_settings()).await);
+    app.create_ok("read", 1, 1_000_000_000).await;
+    let sequence = pg_sequence(&app, "read").await;
+    let leases = {
+        let app = app.clone();
+        tokio::spawn(async move {
+            for _ in 0..60 {
+                lease(&app, "read", 5_000).await;
+            }
+        })
+    };
+    let dba = db.connect().await;
+    let mut reads = 0;
+    while !leases.is_finished() {
+        let rows = dba
+            .query(&format!("SELECT last_value FROM {sequence}"), &[])
+            .await
+            .unwrap();
+        assert_eq!(rows.len(), 1, "the sequence's row, read #{reads}");
+        reads += 1;
+    }
+    leases.await.unwrap();
+    assert!(reads > 0);
+    assert_eq!(
+        nextval(&dba, &sequence).await,
+        300_001,
+        "60 blocks of 5,000"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn blocks_drawn_beside_nextval_in_other_sessions_never_share_a_value() {
+    const MAX: i64 = 10_000_000;
+    let db = TestDb::shared().await;
+    let app = Arc::new(spawn_app_on(&db, test_settings()).await);
+    app.create_ok("shared", 1, MAX).await;
+    let sequence = pg_sequence(&app, "shared").await;
+    let others: Vec<_> = (0..3)
+        .map(|_| {
+            let (url, sequence) = (db.url.clone(), sequence.clone());
+            tokio::spawn(async move {
+                let client = crate::common::cluster::connect(&url).await;
+                let mut drawn = Vec::new();
+                for _ in 0..1000 {
+                    drawn.push(nextval(&client, &sequence).await);
+                }
+                drawn
+            })
+        })
+        .collect();
+    let drawers: Vec<_> = (0..4)
+        .map(|n| {
+            let app = app.clone();
+            tokio::spawn(async move {
+                let mut values = Vec::new();
+                for _ in 0..10 {
+                    if n % 2 == 0 {
+                        values.extend(leased_values(&lease(&app, "shared", 2000).await));
+                        continue;
+                    }
+                    // A 503 (a lock not had in time on a busy machine) hands nothing out.
+                    let reply = app.next_batch("shared", 1000).await;
+                    if reply.status != StatusCode::SERVICE_UNAVAILABLE {
+                        values.extend(values_of(&reply));
+                    }
+                }
+                values
+            })
+        })
+        .collect();
+    let mut all = Vec::new();
+    for task in others.into_iter().chain(drawers) {
+        all.extend(task.await.unwrap());
+    }
+    assert_unique(&all);
+    assert!(all.len() >= 3 * 1000 + 2 * 10 * 2000);
+    assert!(all.iter().all(|v| (1..=MAX).contains(v)));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_block_reaching_the_end_is_cut_there_and_continues_in_the_next_range() {
+    let db = TestDb::shared().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    app.create_ok("edge", 1, 1000).await;
+    app.add_range_ok("edge", 2001, 3000).await;
+    let first_range = pg_sequence(&app, "edge").await;
+    assert_eq!(
+        values_of(&app.next_batch("edge", 100).await),
+        consecutive(1, 100)
+    );
+    let crossing = values_of(&app.next_batch("edge", 1000).await);
+    let mut expected = consecutive(101, 1000);
+    expected.extend(consecutive(2001, 2100));
+    assert_eq!(crossing, expected);
+
+    // The sequence's own MAXVALUE narrowed by hand below the range's end: the block stops
+    // there and the draw rolls over, as nextval would.
+    app.add_range_ok("edge", 5001, 6000).await;
+    let second_range = pg_sequence(&app, "edge").await;
+    assert_ne!(first_range, second_range);
+    let client = db.connect().await;
+    client
+        .batch_execute(&format!("ALTER SEQUENCE {second_range} MAXVALUE 2500"))
+        .await
+        .unwrap();
+    let narrowed = leased_values(&lease(&app, "edge", 500).await);
+    let mut expected = consecutive(2101, 2500);
+    expected.extend(consecutive(5001, 5100));
+    assert_eq!(narrowed, expected);
+}
+
+/// What a DBA did to the sequence gives the values nextval would give: a restart starts the
+/// block at the restart value; a changed increment is drawn value by value at that increment;
+/// a rewind behind the mark is repaired, never handed out again.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_block_after_a_restart_a_new_increment_or_a_rewind_gives_what_nextval_would() {
+    let db = TestDb::shared().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    app.create_ok("moved", 1, 1_000_000).await;
+    let sequence = pg_sequence(&app, "moved").await;
+    assert_eq!(
+        leased_values(&lease(&app, "moved", 100).await),
+        consecutive(1, 100)
+    );
+    let dba = db.connect().await;
+    let alter = |sql: String| {
+        let dba = &dba;
+        async move { dba.batch_execute(&sql).await.unwrap() }
+    };
+    alter(format!("ALTER SEQUENCE {sequence} RESTART WITH 5000")).await;
+    assert_eq!(
+        leased_values(&lease(&app, "moved", 1000).await),
+        consecutive(5000, 5999)
+    );
+    assert_eq!(nextval(&dba, &sequence).await, 6000);
+
+    alter(format!("ALTER SEQUENCE {sequence} INCREMENT BY 3")).await;
+    let by_three: Vec<i64> = (0..200).map(|k| 6003 + 3 * k).collect();
+    assert_eq!(leased_values(&lease(&app, "moved", 200).await), by_three);
+    alter(format!("ALTER SEQUENCE {sequence} INCREMENT BY 1")).await;
+
+    alter(format!("SELECT setval('{sequence}', 10)")).await;
+    let after_rewind = leased_values(&lease(&app, "moved", 1000).await);
+    assert_eq!(
+        after_rewind,
+        consecutive(6601, 7600),
+        "past the mark, not from 11"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_block_beside_a_transaction_holding_the_sequence_is_drawn_value_by_value() {
+    let db = TestDb::shared().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    app.create_ok("busy", 1, 1_000_000).await;
+    let sequence = pg_sequence(&app, "busy").await;
+    // Another application's transaction that called nextval, and a pg_dump (which reads every
+    // sequence inside one long transaction), hold locks a block's would wait for.
+    for holding in [
+        format!("SELECT nextval('{sequence}')"),
+        format!("SELECT last_value FROM {sequence}"),
+    ] {
+        let other = db.connect().await;
+        other.batch_execute("BEGIN").await.unwrap();
+        other.batch_execute(&holding).await.unwrap();
+        let theirs = nextval(&other, &sequence).await;
+        // Answered while the transaction stays open: the block did not wait for it.
+        let reply = tokio::time::timeout(Duration::from_secs(20), lease(&app, "busy", 1000))
+            .await
+            .expect("the lease answered while the sequence was held");
+        let values = leased_values(&reply);
+        assert_eq!(values, consecutive(theirs + 1, theirs + 1000), "{holding}");
+        other.batch_execute("COMMIT").await.unwrap();
+    }
+}
+
+/// Only the sequence's owner may take its lock: where seqvend may not, it draws value by value;
+/// and a block never changes who owns the sequence.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sequence_seqvend_may_not_lock_is_drawn_value_by_value_and_keeps_its_owner() {
+    let db = TestDb::shared().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    app.create_ok("owned", 1, 1_000_000).await;
+    let sequence = pg_sequence(&app, "owned").await;
+    let role = format!("clerk_{}", uuid::Uuid::new_v4().simple());
+    let dba = db.connect().await;
+    dba.batch_execute(&format!(
+        "CREATE ROLE {role}; GRANT USAGE ON SCHEMA seqvend, seqvend_ranges TO {role}; \
+         GRANT USAGE, SELECT, UPDATE ON SEQUENCE {sequence} TO {role}"
+    ))
+    .await
+    .unwrap();
+    // A session that may draw from the sequence but does not own it: the block is declined.
+    dba.batch_execute(&format!("BEGIN; SET LOCAL ROLE {role}"))
+        .await
+        .unwrap();
+    let declined: Option<i64> = dba
+        .query_one(
+            "SELECT taken FROM seqvend.draw_block($1::text::regclass, 1000, 1, 1, 1000000, NULL)",
+            &[&sequence],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(declined, None, "declined without the owner's rights");
+    dba.batch_execute("ROLLBACK").await.unwrap();
+
+    // A DBA gives the sequence to another owner: blocks go on, and leave it that owner's.
+    dba.batch_execute(&format!("ALTER SEQUENCE {sequence} OWNER TO {role}"))
+        .await
+        .unwrap();
+    assert_eq!(
+        leased_values(&lease(&app, "owned", 1000).await),
+        consecutive(1, 1000)
+    );
+    let owner: String = dba
+        .query_one(
+            "SELECT relowner::regrole::text FROM pg_class WHERE oid = $1::text::regclass",
+            &[&sequence],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(owner, role);
+    dba.batch_execute(&format!(
+        "ALTER SEQUENCE {sequence} OWNER TO CURRENT_USER; DROP OWNED BY {role}; DROP ROLE {role}"
+    ))
+    .await
+    .unwrap();
+}
