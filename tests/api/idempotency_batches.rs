@@ -286,7 +286,7 @@ async fn the_purge_keeps_every_answer_within_its_retention_and_its_bound() {
         )
         .await
         .unwrap();
-    let pool = sqlx::PgPool::connect(&db.url).await.unwrap();
+    let pool = seqvend::db::Registry::from_pool(sqlx::PgPool::connect(&db.url).await.unwrap());
     let purged = seqvend::registry::purge_answers(&pool, 1).await.unwrap();
     assert_eq!(purged, 1 + 2, "the expired one, and crowded's two oldest");
     let left: Vec<(String, String)> = answers(&client)
@@ -317,7 +317,8 @@ async fn replays_beside_a_running_purge_all_get_their_first_answer() {
     }
     let stop = Arc::new(AtomicBool::new(false));
     let purge = {
-        let (stop, pool) = (stop.clone(), sqlx::PgPool::connect(&db.url).await.unwrap());
+        let pool = sqlx::PgPool::connect(&db.url).await.unwrap();
+        let (stop, pool) = (stop.clone(), seqvend::db::Registry::from_pool(pool));
         tokio::spawn(async move {
             let mut rounds = 0u32;
             while !stop.load(Ordering::Relaxed) || rounds == 0 {
