@@ -253,3 +253,78 @@ async fn a_worker_id_whose_lease_the_synchronous_standby_did_not_confirm_is_not_
 
     forget_the_absent_standby(&dba).await;
 }
+
+/// A keyed answer whose first commit the synchronous standby did not confirm (answered 503) is
+/// committed here only. Replayed to a retry before it is durable, its values could be handed
+/// out again by the standby a failover promotes: so the replay's own commit waits for the
+/// standby too, and a cancelled wait withholds the replay as it withheld the first answer.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_keyed_answer_the_standby_did_not_confirm_is_not_replayed_before_it_is_durable() {
+    let pg = Pg::start("syncrep-replay", &[]).await;
+    let db = TestDb::create(&pg.cluster).await;
+    let mut settings = test_settings();
+    // Long enough that only a cancelled wait can end a request early.
+    settings.vend.deadline = Duration::from_secs(60);
+    settings.vend.statement_deadline = Duration::from_secs(60);
+    let app = std::sync::Arc::new(spawn_app_on(&db, settings).await);
+    app.create_ok("replay", 1, 1000).await;
+    assert_eq!(app.next_value("replay").await, 1);
+    let dba = db.connect().await;
+    name_an_absent_synchronous_standby(&dba).await;
+
+    // A new key per attempt: an attempt that ran before the reload rightly answered 200.
+    let attempts = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let keyed = |key: String| {
+        let app = app.clone();
+        tokio::spawn(async move {
+            let (reply, _) = app
+                .keyed_post("/sequences/replay/next", &key, VEND_TOKEN)
+                .await;
+            reply
+        })
+    };
+    let (first, pid) = until_a_request_waits_for_the_standby(&dba, "%seqvend.vend%", || {
+        let n = attempts.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        keyed(format!("parcel-{n}"))
+    })
+    .await;
+    let key = format!("parcel-{}", attempts.load(std::sync::atomic::Ordering::SeqCst));
+    dba.query_one("SELECT pg_cancel_backend($1)", &[&pid])
+        .await
+        .unwrap();
+    first.await.unwrap().assert_error(503, "unavailable");
+
+    // The retry: it must wait for the standby, not answer from the local commit.
+    let retry = keyed(key.clone());
+    let pid = eventually_some(
+        Duration::from_secs(20),
+        "the retry waits for the standby, or answers",
+        || async {
+            assert!(
+                !retry.is_finished(),
+                "the retry answered before the standby confirmed the answer it replays"
+            );
+            waiting_for_the_standby(&dba, "%seqvend.vend%").await
+        },
+    )
+    .await;
+    dba.query_one("SELECT pg_cancel_backend($1)", &[&pid])
+        .await
+        .unwrap();
+    retry.await.unwrap().assert_error(503, "unavailable");
+
+    // Once the standby requirement is gone, the retry replays the stored answer.
+    dba.batch_execute("ALTER SYSTEM RESET synchronous_standby_names")
+        .await
+        .unwrap();
+    dba.batch_execute("SELECT pg_reload_conf()").await.unwrap();
+    cancel_commits_waiting_for_the_standby(&dba).await;
+    let replayed = eventually_some(Duration::from_secs(20), "the retry replays", || async {
+        let (reply, replayed) = app
+            .keyed_post("/sequences/replay/next", &key, VEND_TOKEN)
+            .await;
+        (reply.status == StatusCode::OK).then_some(replayed)
+    })
+    .await;
+    assert!(replayed, "the stored answer is replayed, not drawn anew");
+}
