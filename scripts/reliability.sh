@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Reruns the fault-injection suite (tests/faults) and the Patroni scenarios (tests/patroni) and
-# writes their figures into docs/reliability.md: the blocks between the `section:figures` and
+# Reruns the Patroni scenarios (tests/patroni), the PgBouncer suite (tests/pgbouncer: restart and
+# PAUSE/RESUME under load, durability through the pooler) and the fault-injection suite
+# (tests/faults), and writes the Patroni and fault figures into docs/reliability.md: the blocks between the `section:figures` and
 # `section:patroni` markers are replaced, the rest of the page is kept.
 # `scripts/reliability.sh patroni` reruns the Patroni scenarios alone.
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -16,6 +17,10 @@ ensure_patroni
 SEQVEND_RELIABILITY_DIR="$out" cargo test --release --locked --test patroni
 python3 scripts/patroni/report.py "$out" release
 [ "${1:-}" = patroni ] && exit 0
+
+# PgBouncer 1.18 in transaction mode in front of the vend and registry pools, ~1 minute.
+ensure_pgbouncer
+cargo test --release --locked --test pgbouncer
 
 ensure_schemathesis
 # The client processes of the caching scenarios are the client crate's examples, found beside
