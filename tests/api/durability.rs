@@ -288,7 +288,10 @@ async fn a_keyed_answer_the_standby_did_not_confirm_is_not_replayed_before_it_is
         keyed(format!("parcel-{n}"))
     })
     .await;
-    let key = format!("parcel-{}", attempts.load(std::sync::atomic::Ordering::SeqCst));
+    let key = format!(
+        "parcel-{}",
+        attempts.load(std::sync::atomic::Ordering::SeqCst)
+    );
     dba.query_one("SELECT pg_cancel_backend($1)", &[&pid])
         .await
         .unwrap();
