@@ -52,9 +52,15 @@ def bench(target, name, threads, growth, mode):
     rate = PACED * threads if mode == "paced" else 0
     if url == BASE:
         create_sequence(name, 1, 9_000_000_000_000_000_000)
-    env = dict(os.environ, **client_env, SEQVEND_URL=url, SEQVEND_TOKEN=VEND_TOKEN, SEQUENCE=name,
-               THREADS=str(threads), SECONDS=str(SECONDS), RATE=str(rate), WARM="0", GROWTH=growth)
-    out = subprocess.run([str(CLIENT_BENCH)], env=env, capture_output=True, text=True,
+    return cold_run(CLIENT_BENCH, url, name, threads, rate, dict(client_env, GROWTH=growth))
+
+
+def cold_run(binary, url, name, threads, rate, client_env=None, seconds=SECONDS):
+    """client_bench (`binary`) from a cold start on the sequence `name` at `url`, RATE `rate`
+    (0: full speed): its last line as a dict, with waits and leases per second added."""
+    env = dict(os.environ, **(client_env or {}), SEQVEND_URL=url, SEQVEND_TOKEN=VEND_TOKEN,
+               SEQUENCE=name, THREADS=str(threads), SECONDS=str(seconds), RATE=str(rate), WARM="0")
+    out = subprocess.run([str(binary)], env=env, capture_output=True, text=True,
                          check=True).stdout
     lines = out.strip().splitlines()
     figures = dict(pair.split("=", 1) for pair in lines[-1].split())

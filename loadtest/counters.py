@@ -79,26 +79,39 @@ def statement_means(before, after):
     return (s1 - s0) / statements * 1000, (b1 - b0) / statements
 
 
-def create_keys(data_dir):
-    """wrk in runs of at most 10 s, each on keys never drawn before, until COUNTER_KEYS exist;
-    returns (keys, seconds of wrk, requests, non-2xx)."""
+def count_keys(data_dir, family=FAMILY):
+    return int(psql(data_dir, "SELECT count(*) FROM seqvend.counters c "
+                              "JOIN seqvend.families f ON f.id = c.family_id "
+                              f"WHERE f.name = '{family}'"))
+
+
+def draw_new_keys(data_dir, seconds, base=BASE, script="counter_new.lua", family=FAMILY):
+    """One wrk run (-t1 -c128) of `seconds`, every request on a key never drawn before (the
+    script's START-th onwards, after the keys that exist); returns (keys now, seconds of wrk,
+    requests, non-2xx)."""
+    env = dict(os.environ, SEQVEND_TOKEN=VEND_TOKEN, FAMILY=family,
+               START=str(count_keys(data_dir, family) + 1))
+    command = ["wrk", "-t1", "-c128", f"-d{seconds}s", "-s", str(LOADTEST / "wrk" / script),
+               f"{base}/healthz"]
+    out = subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout
+    done = re.search(r"(\d+) requests in ([\d.]+)(ms|s|m)", out)
+    elapsed = float(done.group(2)) * {"ms": 0.001, "s": 1, "m": 60}[done.group(3)]
+    bad = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
+    return count_keys(data_dir, family), elapsed, int(done.group(1)), int(bad.group(1)) if bad else 0
+
+
+def create_keys(data_dir, keys_wanted=KEYS, **draw):
+    """wrk in runs of at most 10 s, each on keys never drawn before, until `keys_wanted`
+    (COUNTER_KEYS) exist; returns (keys, seconds of wrk, requests, non-2xx). `draw` goes to
+    draw_new_keys."""
     keys, seconds, requests, failures = 0, 0.0, 0, 0
     rate = 20_000
-    while keys < KEYS:
-        run = max(1, min(10, math.ceil((KEYS - keys) / rate)))
-        env = dict(os.environ, SEQVEND_TOKEN=VEND_TOKEN, FAMILY=FAMILY, START=str(keys + 1))
-        command = ["wrk", "-t1", "-c128", f"-d{run}s", "-s",
-                   str(LOADTEST / "wrk" / "counter_new.lua"), f"{BASE}/healthz"]
-        out = subprocess.run(command, env=env, capture_output=True, text=True,
-                             check=True).stdout
-        done = re.search(r"(\d+) requests in ([\d.]+)(ms|s|m)", out)
-        seconds += float(done.group(2)) * {"ms": 0.001, "s": 1, "m": 60}[done.group(3)]
-        requests += int(done.group(1))
-        bad = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
-        failures += int(bad.group(1)) if bad else 0
-        keys = int(psql(data_dir, "SELECT count(*) FROM seqvend.counters c "
-                                  "JOIN seqvend.families f ON f.id = c.family_id "
-                                  f"WHERE f.name = '{FAMILY}'"))
+    while keys < keys_wanted:
+        run = max(1, min(10, math.ceil((keys_wanted - keys) / rate)))
+        keys, elapsed, done, bad = draw_new_keys(data_dir, run, **draw)
+        seconds += elapsed
+        requests += done
+        failures += bad
         rate = max(keys / seconds, 1)
     return keys, seconds, requests, failures
 
