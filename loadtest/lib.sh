@@ -1,9 +1,11 @@
 # Shared by the load-test scripts (sourced after scripts/common.sh, from the repository root).
 
 # build_baseline <commit> [cargo build arguments...]: builds a baseline commit from its own
-# checkout (target/baseline-src), with a target directory of its own kept under target/ so
-# that a second run builds only seqvend's own crates; the outputs are in
-# target/baseline-target/release. The checkout is removed when the calling script exits.
+# checkout (target/baseline-src, a detached git worktree), with a target directory of its own
+# (target/baseline-target, where the outputs are). Both are kept for the next run: a new
+# checkout would give every file a new time and make cargo build seqvend's own crates again.
+# Build the same packages each time: another selection resolves other features and rebuilds
+# dependencies.
 build_baseline() {
     local commit=$1 source_dir=target/baseline-src
     shift
@@ -12,7 +14,6 @@ build_baseline() {
         git worktree prune
         git worktree add --quiet --detach "$source_dir" "$commit"
     fi
-    trap 'git worktree remove --force target/baseline-src' EXIT
     (cd "$source_dir" && SQLX_OFFLINE=true CARGO_TARGET_DIR=../baseline-target \
         cargo build --release --quiet "$@")
 }

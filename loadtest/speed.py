@@ -354,7 +354,8 @@ def spread(builds):
 
 def table(builds):
     this, baseline = builds[-1], (builds[0] if len(builds) > 1 else None)
-    head = f"| row | goal | baseline ({baseline.commit}) | this build ({this.commit}) | goal met? |"
+    head = (f"| row | goal | baseline ({baseline.commit if baseline else 'none'}) | "
+            f"this build ({this.commit}) | goal met? |")
     lines = [head, "|---|---|---|---|---|"]
     for row in ROWS:
         before = cell(row, baseline) if baseline else "— (no baseline given)"

@@ -21,11 +21,12 @@ SQLX_OFFLINE=true cargo build --release --quiet --bin seqvend -p seqvend -p seqv
 if [ $# -eq 0 ]; then exec python3 loadtest/speed.py; fi
 baseline=$(git rev-parse --short "$1")
 log "building the baseline $baseline (release, in target/baseline-target)"
-build_baseline "$baseline" --bin seqvend
-cp target/baseline-target/release/seqvend target/seqvend-baseline
 # A baseline older than the client's benchmark has none: its row says so.
 rm -f target/client_bench-baseline
-if build_baseline "$baseline" -p seqvend-client --example client_bench; then
+if build_baseline "$baseline" --bin seqvend -p seqvend -p seqvend-client --example client_bench; then
     cp target/baseline-target/release/examples/client_bench target/client_bench-baseline
+else
+    build_baseline "$baseline" --bin seqvend
 fi
+cp target/baseline-target/release/seqvend target/seqvend-baseline
 python3 loadtest/speed.py target/seqvend-baseline target/client_bench-baseline "$baseline"
