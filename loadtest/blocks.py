@@ -19,12 +19,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from run import commit, log, machine, write_section
+from run import commit, log, machine, pg_bindir, write_section
 
 ROUNDS = int(os.environ.get("BLOCKS_ROUNDS", "5"))
 SECONDS = int(os.environ.get("BLOCKS_SECONDS", "5"))
-BIN = Path(subprocess.run(["bash", "-c", "source scripts/common.sh; pg_bindir"],
-                          capture_output=True, text=True, check=True).stdout.strip())
+BIN = pg_bindir()
 
 REGISTRY = """
 CREATE SCHEMA IF NOT EXISTS seqvend_ranges;

@@ -21,8 +21,8 @@ import tempfile
 import urllib.request
 from pathlib import Path
 
-from run import (BASE, LOADTEST, ROOT, VEND_TOKEN, Seqvend, api, commit, interleaved_rounds,
-                 log, machine, write_section, WRK_ROUNDS, WRK_SECONDS)
+from run import (BASE, LOADTEST, VEND_TOKEN, Seqvend, api, commit, interleaved_rounds,
+                 log, machine, pg_bindir, write_section, WRK_ROUNDS, WRK_SECONDS)
 
 FAMILY = "orders"
 KEYS = int(os.environ.get("COUNTER_KEYS", "1000000"))
@@ -32,8 +32,7 @@ def psql(data_dir, sql):
     """One value read from seqvend's private cluster."""
     port = (data_dir / "port").read_text().strip()
     password = (data_dir / "password").read_text().strip()
-    bindir = subprocess.run(["bash", "-c", "source scripts/common.sh; pg_bindir"], cwd=ROOT,
-                            capture_output=True, text=True, check=True).stdout.strip()
+    bindir = pg_bindir()
     url = f"postgres://seqvend:{password}@127.0.0.1:{port}/seqvend"
     out = subprocess.run([f"{bindir}/psql", "-X", "-q", "-A", "-t", url, "-c", sql],
                          capture_output=True, text=True, check=True).stdout

@@ -208,13 +208,18 @@ def server_p99_ms(before, after):
     return None
 
 
+def pg_bindir():
+    """PostgreSQL's server binaries (scripts/common.sh finds them: Debian keeps them off PATH)."""
+    return Path(subprocess.run(["bash", "-c", "source scripts/common.sh; pg_bindir"], cwd=ROOT,
+                               capture_output=True, text=True, check=True).stdout.strip())
+
+
 def analyze(data_dir):
     """ANALYZE the registry after creating 10,000 sequences at once, as autovacuum would
     within a minute: without statistics the first minute runs on poor plans."""
     port = (data_dir / "port").read_text().strip()
     password = (data_dir / "password").read_text().strip()
-    psql = Path(subprocess.run(["bash", "-c", "source scripts/common.sh; pg_bindir"], cwd=ROOT,
-                               capture_output=True, text=True).stdout.strip()) / "psql"
+    psql = pg_bindir() / "psql"
     url = f"postgres://seqvend:{password}@127.0.0.1:{port}/seqvend"
     subprocess.run([str(psql), "-q", url, "-c", "ANALYZE seqvend.sequences, seqvend.ranges"], check=True)
 

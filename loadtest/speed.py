@@ -31,7 +31,7 @@ import run
 from client import cold_run
 from counters import count_keys, create_keys, draw_new_keys
 from run import (PORT, ROOT, VEND_TOKEN, Seqvend, analyze, api, commit, create_sequence, k6, log,
-                 machine, metric, wrk, write_section)
+                 machine, metric, pg_bindir, wrk, write_section)
 
 QUICK = os.environ.get("SPEED_QUICK") == "1"
 ROUNDS = int(os.environ.get("SPEED_ROUNDS", "3"))
@@ -199,9 +199,18 @@ class Load:
     def __init__(self):
         self.before = os.getloadavg()[0]
         self.during = []
+        self.started = datetime.datetime.now(datetime.timezone.utc)
 
     def sample(self):
         self.during.append(os.getloadavg()[0])
+
+    def verdict(self, largest_spread):
+        """Quiet: the load stayed under the cores seqvend, PostgreSQL and the load generator
+        share, and no row's rounds spread by more than 15%."""
+        busy = statistics.median(self.during or [self.before]) > os.cpu_count()
+        if busy or largest_spread > 0.15 or ROUNDS < 2:
+            return "a noisy run (or too few rounds to tell): read the ratios, not the absolute rates"
+        return "a quiet run"
 
     def text(self):
         during = self.during or [self.before]
@@ -233,7 +242,8 @@ def measure(builds, load):
             for build in builds if round_ % 2 == 0 else builds[::-1]:
                 if name in build.failed:
                     continue
-                log(f"{name}, round {round_ + 1} of {ROUNDS}: {build.label}")
+                log(f"{name}, round {round_ + 1} of {ROUNDS}: {build.label} "
+                    f"({minutes(load.started):.1f} min in)")
                 load.sample()
                 figures = try_step(build, name, step)
                 if figures is not None:
@@ -374,13 +384,13 @@ def section(builds, load, started):
         "",
         f"Rerun with `loadtest/speed.sh{' ' + baseline.commit if baseline else ''}`.",
         "",
-        f"- Date: {started:%Y-%m-%d %H:%M} UTC; machine: {machine()}",
+        f"- Date: {started:%Y-%m-%d %H:%M} UTC; machine: {machine()}; PostgreSQL "
+        f"{pg_bindir().parent.name}; the whole run took {minutes(started):.0f} minutes",
         f"- This build: commit {this.commit}, {against}",
         f"- Load average (1 min): {load.text()}. The rounds' spread ((max − min) ÷ median of a "
-        f"row's figure) was {typical:.0%} typically and {largest:.0%} at most: "
-        f"{'a quiet run' if largest < 0.15 else 'a noisy run: read the ratios, not the absolute rates'}.",
+        f"row's figure) was {typical:.0%} typically and {largest:.0%} at most: {load.verdict(largest)}.",
         f"- Method: both builds run at once, each with its own private PostgreSQL, one idle while "
-        f"the other is measured; {ROUNDS} rounds of every measurement, the builds taking turns "
+        f"the other is measured; {ROUNDS} round(s) of every measurement, the builds taking turns "
         f"(A B, B A, …); each figure the median over the rounds (a ratio, where the row is one, "
         f"taken within one round and one build; min–max of the rounds in brackets). wrk -t1 -c64 for {SECONDS} s "
         f"unless the row says otherwise; k6 runs of {K6_SECONDS} s.",
@@ -390,6 +400,10 @@ def section(builds, load, started):
     if unsupported:
         lines += ["", "What a build could not run:", "", *unsupported]
     return "\n".join(lines)
+
+
+def minutes(started):
+    return (datetime.datetime.now(datetime.timezone.utc) - started).total_seconds() / 60
 
 
 def stride(keys):
