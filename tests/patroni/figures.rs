@@ -11,6 +11,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::json;
 
 use crate::common::process::admin;
+use crate::lateness::LatenessFigures;
 use crate::load::*;
 
 /// The instants a scenario is measured between.
@@ -41,10 +42,19 @@ pub struct Figures {
     pub unavailable: usize,
     pub other_failures: Vec<String>,
     pub longest: Duration,
+    /// The longest request's kind and how it ended (`ok`, `503`, `failed`).
+    pub longest_what: String,
+    /// seqvend's own account of its deadline-bound answers in the window.
+    pub lateness: LatenessFigures,
 }
 
 /// Checks the whole run's values so far and measures `window`'s share of them.
-pub async fn judge(journal: &Journal, window: &Window, address: &str) -> Figures {
+pub async fn judge(
+    journal: &Journal,
+    window: &Window,
+    address: &str,
+    lateness: LatenessFigures,
+) -> Figures {
     let maxima = maxima(&journal.acked.lock().unwrap());
     let lost = lost(address, &maxima).await;
     let acked = journal.acked.lock().unwrap();
@@ -58,12 +68,17 @@ pub async fn judge(journal: &Journal, window: &Window, address: &str) -> Figures
     }
     let failed = journal.failed.lock().unwrap();
     let failed: Vec<_> = failed.iter().filter(|f| inside(f.sent)).collect();
-    let longest = acked
+    let outcome = |f: &Failed| if f.unavailable { "503" } else { "failed" };
+    let (longest, longest_what) = acked
         .iter()
         .filter(|a| inside(a.sent))
-        .map(|a| a.answered - a.sent)
-        .chain(failed.iter().map(|f| f.ended - f.sent))
-        .max()
+        .map(|a| (a.answered - a.sent, format!("{:?} ok", a.kind)))
+        .chain(
+            failed
+                .iter()
+                .map(|f| (f.ended - f.sent, format!("{:?} {}", f.kind, outcome(f)))),
+        )
+        .max_by_key(|(took, _)| *took)
         .unwrap_or_default();
     let first_strict_after = |leader: Instant| {
         let after = acked
@@ -96,6 +111,8 @@ pub async fn judge(journal: &Journal, window: &Window, address: &str) -> Figures
             .map(|f| f.what.clone())
             .collect(),
         longest,
+        longest_what,
+        lateness,
     }
 }
 
@@ -207,6 +224,10 @@ pub fn report(
         "unavailable": figures.unavailable,
         "other_failures": figures.other_failures.len(),
         "longest_ms": ms(figures.longest),
+        "longest_what": figures.longest_what,
+        "server_answers": figures.lateness.answers,
+        "server_late": figures.lateness.late,
+        "server_lateness_bound_ms": figures.lateness.bound_ms,
         "deadline_ms": ms(deadline),
     });
     let dir = PathBuf::from(dir).join("patroni");

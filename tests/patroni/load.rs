@@ -55,6 +55,7 @@ pub struct Acked {
 
 /// One request that got no values.
 pub struct Failed {
+    pub kind: Kind,
     pub sent: Instant,
     pub ended: Instant,
     /// A 503 (`unavailable` with `Retry-After` while the database cannot take writes, or
@@ -157,6 +158,7 @@ impl Client {
                         pending = Some((url, key, idempotency));
                     }
                     journal.failed.lock().unwrap().push(Failed {
+                        kind: self.kind,
                         sent,
                         ended: Instant::now(),
                         unavailable,

@@ -10,6 +10,7 @@ use tokio::task::JoinHandle;
 use crate::cluster::{signal, until_writes_accepted, Patroni};
 use crate::common::wait::eventually;
 use crate::figures::{judge, report, Window};
+use crate::lateness::Lateness;
 use crate::load::{Journal, Kind, KINDS};
 use crate::VEND_DEADLINE;
 
@@ -53,11 +54,14 @@ pub struct Run<'a> {
     pub journal: Arc<Journal>,
     /// A seqvend instance, for the registry checks.
     pub address: String,
+    /// Every seqvend instance, for their metrics.
+    pub addresses: Vec<String>,
 }
 
 impl Run<'_> {
     pub async fn scenario(&self, order: usize, scenario: Scenario) {
         let (leader, sync) = self.whole().await;
+        let before = Lateness::scrape(&self.addresses).await;
         let start = Instant::now();
         self.until_acked_after(start, "values flow before the fault")
             .await;
@@ -84,7 +88,8 @@ impl Run<'_> {
             writes_accepted,
             end: Instant::now(),
         };
-        let figures = judge(&self.journal, &window, &self.address).await;
+        let lateness = Lateness::scrape(&self.addresses).await.since(&before);
+        let figures = judge(&self.journal, &window, &self.address, lateness).await;
         if matches!(scenario, Scenario::LeaderKilled) {
             // Nothing can commit between a dead leader and the next: else the harness missed.
             assert_eq!(
@@ -97,7 +102,8 @@ impl Run<'_> {
         eprintln!(
             "{name}: {} values, first after fault {:?}, leader after {:?}, writes after {:?}, \
              strict after leader {:?}, strict after writes {:?}, strict outage {:?}, {} × 503, \
-             other {:?}, longest {:?}",
+             other {:?}, longest {:?} ({}); seqvend: {} answers, {} late, all within {:?} ms \
+             of their deadline",
             figures.values,
             figures.first_value,
             new_leader.map(|t| t - fault),
@@ -107,7 +113,11 @@ impl Run<'_> {
             figures.strict_outage,
             figures.unavailable,
             figures.other_failures,
-            figures.longest
+            figures.longest,
+            figures.longest_what,
+            figures.lateness.answers,
+            figures.lateness.late,
+            figures.lateness.bound_ms,
         );
         report(order, &name, &figures, &window, VEND_DEADLINE);
         assert_eq!(figures.duplicates, 0, "{name}: values vended twice");
