@@ -44,6 +44,8 @@ pub struct Figures {
     pub longest: Duration,
     /// The longest request's kind and how it ended (`ok`, `503`, `failed`).
     pub longest_what: String,
+    /// The clients' runtime's latest timer wake-up in the window (see `load::probe_lag`).
+    pub harness_lag: Duration,
     /// seqvend's own account of its deadline-bound answers in the window.
     pub lateness: LatenessFigures,
 }
@@ -92,6 +94,14 @@ pub async fn judge(
         .zip(window.writes_accepted)
         .map(|(a, w)| a.saturating_duration_since(w));
     let strict_outage = longest_gap(&acked, window);
+    let lags = journal.lags.lock().unwrap();
+    let harness_lag = lags
+        .iter()
+        .filter(|(t, _)| inside(*t))
+        .map(|(_, lag)| *lag)
+        .max();
+    let harness_lag = harness_lag.unwrap_or_default();
+    drop(lags);
     let in_window = acked.iter().filter(|a| inside(a.answered));
     let values = in_window.map(|a| a.values.len()).sum();
     drop(acked);
@@ -112,6 +122,7 @@ pub async fn judge(
             .collect(),
         longest,
         longest_what,
+        harness_lag,
         lateness,
     }
 }
@@ -190,6 +201,13 @@ async fn sequence_next(address: &str, name: &str) -> i64 {
     body["ranges"][0]["next"].as_i64().unwrap()
 }
 
+/// The machine's one-minute load average as the scenario ends: the run's figures depend on
+/// how much else shared its cores.
+fn load_average() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+    text.split_whitespace().next()?.parse().ok()
+}
+
 /// Writes the scenario's row for `scripts/reliability.sh` (when the run writes a report).
 pub fn report(
     order: usize,
@@ -225,10 +243,12 @@ pub fn report(
         "other_failures": figures.other_failures.len(),
         "longest_ms": ms(figures.longest),
         "longest_what": figures.longest_what,
+        "harness_lag_ms": ms(figures.harness_lag),
         "server_answers": figures.lateness.answers,
         "server_late": figures.lateness.late,
         "server_lateness_bound_ms": figures.lateness.bound_ms,
         "deadline_ms": ms(deadline),
+        "load_average": load_average(),
     });
     let dir = PathBuf::from(dir).join("patroni");
     std::fs::create_dir_all(&dir).unwrap();

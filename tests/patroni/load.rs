@@ -71,6 +71,26 @@ pub struct Journal {
     pub failed: Mutex<Vec<Failed>>,
     /// Per kind, when the latest acknowledged request was sent.
     pub latest_sent: Mutex<HashMap<Kind, Instant>>,
+    /// When the clients' own runtime woke a timer late, and by how much (past `LAG_NOTED`):
+    /// a request the clients time late may have been late in the clients.
+    pub lags: Mutex<Vec<(Instant, Duration)>>,
+}
+
+/// How often the lag probe wakes, and the lateness it notes.
+const LAG_TICK: Duration = Duration::from_millis(10);
+const LAG_NOTED: Duration = Duration::from_millis(5);
+
+/// Notes how late the clients' runtime wakes a timer until `stop`: the harness's own
+/// scheduling, measured on the same runtime the clients time their requests on.
+async fn probe_lag(stop: Arc<AtomicBool>, journal: Arc<Journal>) {
+    while !stop.load(Ordering::Relaxed) {
+        let asked = Instant::now();
+        tokio::time::sleep(LAG_TICK).await;
+        let lag = asked.elapsed().saturating_sub(LAG_TICK);
+        if lag > LAG_NOTED {
+            journal.lags.lock().unwrap().push((Instant::now(), lag));
+        }
+    }
 }
 
 pub struct Load {
@@ -87,6 +107,7 @@ impl Load {
             Arc::new(Journal::default()),
         );
         let mut tasks = JoinSet::new();
+        tasks.spawn(probe_lag(stop.clone(), journal.clone()));
         for (n, address) in addresses.iter().enumerate() {
             for kind in KINDS {
                 for copy in 0..2 {

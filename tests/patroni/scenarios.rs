@@ -103,7 +103,7 @@ impl Run<'_> {
             "{name}: {} values, first after fault {:?}, leader after {:?}, writes after {:?}, \
              strict after leader {:?}, strict after writes {:?}, strict outage {:?}, {} × 503, \
              other {:?}, longest {:?} ({}); seqvend: {} answers, {} late, all within {:?} ms \
-             of their deadline",
+             of their deadline; the clients' timers woke up to {:?} late",
             figures.values,
             figures.first_value,
             new_leader.map(|t| t - fault),
@@ -118,6 +118,7 @@ impl Run<'_> {
             figures.lateness.answers,
             figures.lateness.late,
             figures.lateness.bound_ms,
+            figures.harness_lag,
         );
         report(order, &name, &figures, &window, VEND_DEADLINE);
         assert_eq!(figures.duplicates, 0, "{name}: values vended twice");
