@@ -28,9 +28,13 @@ def row(r):
         f"{r['outside']} | {r['lost']} | {seconds(r['new_leader_ms'])} | {seconds(r.get('writes_accepted_ms'))} | "
         f"{seconds(r.get('strict_after_writes_ms'))} | "
         f"{seconds(r['strict_outage_ms'])} | {seconds(slowest)} | {r['unavailable']:,} / {r['other_failures']:,} | "
-        f"{seconds(r['longest_ms'])} ({r.get('longest_what', '?')}) / {seconds(r['deadline_ms'])} | "
-        f"{server_lateness(r)} |"
+        f"{r['longest_ms'] / 1000:.3f} s ({r.get('longest_what', '?')}) / {seconds(r['deadline_ms'])} | "
+        f"{server_lateness(r)} | {lag(r)} |"
     )
+
+
+def lag(r):
+    return "—" if "harness_lag_ms" not in r else f"{r['harness_lag_ms']} ms"
 
 
 def server_lateness(r):
@@ -69,13 +73,15 @@ def main():
         "  first strict vend seqvend answered (0 when it came back with the probe's); *strict outage*: the",
         "  longest time without a strict answer; *slowest kind*: from the fault to the first value, of the",
         "  kind that came back last, for a request sent after the fault (cached vends and Snowflake ids",
-        "  are served from memory and barely stop). *Longest request*: as the clients timed it, from before
-  the request was sent to its answer read, with its kind and how it ended; *late at seqvend*:
-  answers seqvend itself had ready after their deadline (counted from the request's arrival,
-  `seqvend_http_request_lateness_seconds` of both instances), and the bound all were within.",
+        "  are served from memory and barely stop). *Longest request*: as the clients timed it, from",
+        "  before the request was sent to its answer read, with its kind and how it ended; *late at",
+        "  seqvend*: answers seqvend itself had ready after their deadline (counted from the request's",
+        "  arrival; `seqvend_http_request_lateness_seconds` of both instances), and the bound all were",
+        "  within (a bucket bound of that histogram); *clients' own lag*: the longest a timer of the",
+        "  clients' runtime woke late in the scenario (their scheduling, included in their timings).",
         "",
-        "| scenario | fault | values | duplicates | outside | lost | new leader | takes durable writes | first strict value after that | strict outage | slowest kind | 503 / other failures | longest request / vend deadline | late at seqvend |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| scenario | fault | values | duplicates | outside | lost | new leader | takes durable writes | first strict value after that | strict outage | slowest kind | 503 / other failures | longest request / vend deadline | late at seqvend | clients' own lag |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ] + [row(r) for r in rows]
     write_section("docs/reliability.md", "patroni", lines)
 

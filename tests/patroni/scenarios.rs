@@ -39,6 +39,20 @@ pub const ALL: [Scenario; 6] = [
     Scenario::EtcdStopped,
 ];
 
+/// What a scenario allows past the vend deadline. seqvend counts each deadline from the
+/// request's arrival and answers 503 at it, but on a machine this run shares (load average
+/// 16–26 on 2 cores, measured) a process waits for a core. Measured: seqvend's answers ready
+/// within 100 ms of their deadline in a release run and within 250 ms in a debug one (its
+/// own histogram), the clients' timers waking up to 420 ms late, and no request slower than
+/// the deadline + 190 ms as the clients timed it. With the deadline counted from the vend's own
+/// submission instead (as before), a release run measured seqvend's answers up to 250 ms late.
+/// seqvend's own answers: within this of their deadline (a bucket bound of its histogram,
+/// one above the worst measured).
+const SEQVEND_ALLOWANCE_MS: f64 = 500.0;
+/// The clients' view: seqvend's allowance, plus however late the clients' own timers woke in
+/// the scenario (their scheduling is in their timings, not seqvend's).
+const CLIENT_ALLOWANCE: Duration = Duration::from_millis(500);
+
 /// How long Patroni may take to name a new leader (ttl 10 s + loop_wait 2 s, and margin).
 const FAILOVER_PATIENCE: Duration = Duration::from_secs(45);
 
@@ -124,6 +138,20 @@ impl Run<'_> {
         assert_eq!(figures.duplicates, 0, "{name}: values vended twice");
         assert_eq!(figures.outside, 0, "{name}: values outside their ranges");
         assert_eq!(figures.lost, 0, "{name}: acknowledged values lost");
+        let seqvend_late = figures.lateness.bound_ms;
+        assert!(
+            seqvend_late.is_some_and(|ms| ms <= SEQVEND_ALLOWANCE_MS),
+            "{name}: seqvend answered later than {SEQVEND_ALLOWANCE_MS} ms past the deadline \
+             (all within {seqvend_late:?} ms)"
+        );
+        assert!(
+            figures.longest <= VEND_DEADLINE + CLIENT_ALLOWANCE + figures.harness_lag,
+            "{name}: a request took {:?} ({}), deadline {VEND_DEADLINE:?}, the clients' timers \
+             up to {:?} late",
+            figures.longest,
+            figures.longest_what,
+            figures.harness_lag
+        );
     }
 
     /// Injects the fault, waits through it, heals it; returns when the fault landed (the
