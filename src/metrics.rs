@@ -29,6 +29,10 @@ const LATENCY_BUCKETS: &[f64] = &[
     0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
 ];
 
+/// How late an answer is past its deadline: the first bucket holds those in time; the
+/// others tell a timer that fired late on a starved machine from a deadline not applied.
+const LATENESS_BUCKETS: &[f64] = &[0.0, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0];
+
 metric_families! {
     /// Every family one running application exports, each declared once below (the unit
     /// test in `tests.rs` holds them to the list in `exported.txt`).
@@ -47,6 +51,15 @@ metric_families! {
             help: "HTTP requests by method, matched route and status, with their latency.",
             labels: ["method", "route", "status"],
             buckets: LATENCY_BUCKETS,
+        },
+        pub http_request_lateness: HistogramVec {
+            name: "seqvend_http_request_lateness_seconds",
+            help: "Requests with a deadline (vend, counter, lease, Snowflake: the vend deadline; \
+                   registry routes: the registry deadline), by matched route: how long after \
+                   its deadline, counted from the request's arrival, each answer was ready \
+                   (0: in time).",
+            labels: ["route"],
+            buckets: LATENESS_BUCKETS,
         },
         values_vended: IntCounterVec {
             name: "seqvend_values_vended_total",

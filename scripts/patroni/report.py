@@ -28,8 +28,22 @@ def row(r):
         f"{r['outside']} | {r['lost']} | {seconds(r['new_leader_ms'])} | {seconds(r.get('writes_accepted_ms'))} | "
         f"{seconds(r.get('strict_after_writes_ms'))} | "
         f"{seconds(r['strict_outage_ms'])} | {seconds(slowest)} | {r['unavailable']:,} / {r['other_failures']:,} | "
-        f"{seconds(r['longest_ms'])} / {seconds(r['deadline_ms'])} |"
+        f"{r['longest_ms'] / 1000:.3f} s ({r.get('longest_what', '?')}) / {seconds(r['deadline_ms'])} | "
+        f"{server_lateness(r)} | {lag(r)} |"
     )
+
+
+def lag(r):
+    return "—" if "harness_lag_ms" not in r else f"{r['harness_lag_ms']} ms"
+
+
+def server_lateness(r):
+    """seqvend's own count of answers ready after their deadline, and the bound all were within."""
+    if "server_answers" not in r:
+        return "—"
+    bound = r["server_lateness_bound_ms"]
+    within = "> 1 s" if bound is None else ("0 ms" if bound == 0 else f"≤ {bound:g} ms")
+    return f"{r['server_late']:,} of {r['server_answers']:,} ({within})"
 
 
 def main():
@@ -40,9 +54,11 @@ def main():
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
     versions = subprocess.run(["dpkg-query", "-W", "-f", "${Package} ${Version}, ", "patroni", "etcd-server"],
                               capture_output=True, text=True).stdout.strip(", ")
+    loads = [r["load_average"] for r in rows if r.get("load_average") is not None]
+    load = f"; load average {min(loads):.0f}–{max(loads):.0f} as the scenarios ended" if loads else ""
     lines = [
         f"- Date: {datetime.date.today().isoformat()}; commit {commit}; {os.cpu_count()} cores ({cpu}); "
-        f"{sys.argv[2]} build; {versions}; PostgreSQL 15",
+        f"{sys.argv[2]} build; {versions}; PostgreSQL 15{load}",
         "- Rerun with `scripts/reliability.sh` (CI runs the same scenarios as `cargo test --test patroni`).",
         "- One run, one cluster (`scripts/patroni.sh`: etcd + three nodes, `synchronous_mode_strict`),",
         "  two `seqvend serve` processes on the multi-host URL (`target_session_attrs=read-write`), and",
@@ -57,10 +73,15 @@ def main():
         "  first strict vend seqvend answered (0 when it came back with the probe's); *strict outage*: the",
         "  longest time without a strict answer; *slowest kind*: from the fault to the first value, of the",
         "  kind that came back last, for a request sent after the fault (cached vends and Snowflake ids",
-        "  are served from memory and barely stop).",
+        "  are served from memory and barely stop). *Longest request*: as the clients timed it, from",
+        "  before the request was sent to its answer read, with its kind and how it ended; *late at",
+        "  seqvend*: answers seqvend itself had ready after their deadline (counted from the request's",
+        "  arrival; `seqvend_http_request_lateness_seconds` of both instances), and the bound all were",
+        "  within (a bucket bound of that histogram); *clients' own lag*: the longest a timer of the",
+        "  clients' runtime woke late in the scenario (their scheduling, included in their timings).",
         "",
-        "| scenario | fault | values | duplicates | outside | lost | new leader | takes durable writes | first strict value after that | strict outage | slowest kind | 503 / other failures | longest request / vend deadline |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| scenario | fault | values | duplicates | outside | lost | new leader | takes durable writes | first strict value after that | strict outage | slowest kind | 503 / other failures | longest request / vend deadline | late at seqvend | clients' own lag |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ] + [row(r) for r in rows]
     write_section("docs/reliability.md", "patroni", lines)
 

@@ -90,6 +90,8 @@ fn build_app(
 > {
     App::new()
         .wrap(from_fn(request_log::observe))
+        // Outermost: a request's deadline counts from here.
+        .wrap(from_fn(super::deadline::clock))
         .app_data(state.service.clone())
         .app_data(super::json_config())
         .app_data(super::query_config())

@@ -97,6 +97,11 @@ impl Service {
         self.parts.registry_deadline
     }
 
+    /// How long a request for numbers may take, by seqvend's clock.
+    pub fn vend_deadline(&self) -> Duration {
+        self.parts.vender.deadline()
+    }
+
     pub fn vend_pool(&self) -> &VendPool {
         &self.parts.vend_pool
     }

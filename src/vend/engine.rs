@@ -106,6 +106,11 @@ impl Vender {
         }
     }
 
+    /// How long a request may wait for its values, from its arrival.
+    pub fn deadline(&self) -> Duration {
+        self.inner.settings.deadline
+    }
+
     /// Draws `count` values of `name` as one lease for `holder`, lasting `ttl`. The statement
     /// runs on a task of its own, so a caller that gives up never cancels it half-way; its
     /// values are then never handed out.

@@ -14,6 +14,7 @@ mod coalescing;
 mod common;
 mod concurrency;
 mod counters;
+mod deadline;
 mod deploy;
 mod durability;
 mod errors;

@@ -11,6 +11,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::json;
 
 use crate::common::process::admin;
+use crate::lateness::LatenessFigures;
 use crate::load::*;
 
 /// The instants a scenario is measured between.
@@ -41,10 +42,21 @@ pub struct Figures {
     pub unavailable: usize,
     pub other_failures: Vec<String>,
     pub longest: Duration,
+    /// The longest request's kind and how it ended (`ok`, `503`, `failed`).
+    pub longest_what: String,
+    /// The clients' runtime's latest timer wake-up in the window (see `load::probe_lag`).
+    pub harness_lag: Duration,
+    /// seqvend's own account of its deadline-bound answers in the window.
+    pub lateness: LatenessFigures,
 }
 
 /// Checks the whole run's values so far and measures `window`'s share of them.
-pub async fn judge(journal: &Journal, window: &Window, address: &str) -> Figures {
+pub async fn judge(
+    journal: &Journal,
+    window: &Window,
+    address: &str,
+    lateness: LatenessFigures,
+) -> Figures {
     let maxima = maxima(&journal.acked.lock().unwrap());
     let lost = lost(address, &maxima).await;
     let acked = journal.acked.lock().unwrap();
@@ -58,12 +70,17 @@ pub async fn judge(journal: &Journal, window: &Window, address: &str) -> Figures
     }
     let failed = journal.failed.lock().unwrap();
     let failed: Vec<_> = failed.iter().filter(|f| inside(f.sent)).collect();
-    let longest = acked
+    let outcome = |f: &Failed| if f.unavailable { "503" } else { "failed" };
+    let (longest, longest_what) = acked
         .iter()
         .filter(|a| inside(a.sent))
-        .map(|a| a.answered - a.sent)
-        .chain(failed.iter().map(|f| f.ended - f.sent))
-        .max()
+        .map(|a| (a.answered - a.sent, format!("{:?} ok", a.kind)))
+        .chain(
+            failed
+                .iter()
+                .map(|f| (f.ended - f.sent, format!("{:?} {}", f.kind, outcome(f)))),
+        )
+        .max_by_key(|(took, _)| *took)
         .unwrap_or_default();
     let first_strict_after = |leader: Instant| {
         let after = acked
@@ -77,6 +94,14 @@ pub async fn judge(journal: &Journal, window: &Window, address: &str) -> Figures
         .zip(window.writes_accepted)
         .map(|(a, w)| a.saturating_duration_since(w));
     let strict_outage = longest_gap(&acked, window);
+    let lags = journal.lags.lock().unwrap();
+    let harness_lag = lags
+        .iter()
+        .filter(|(t, _)| inside(*t))
+        .map(|(_, lag)| *lag)
+        .max();
+    let harness_lag = harness_lag.unwrap_or_default();
+    drop(lags);
     let in_window = acked.iter().filter(|a| inside(a.answered));
     let values = in_window.map(|a| a.values.len()).sum();
     drop(acked);
@@ -96,6 +121,9 @@ pub async fn judge(journal: &Journal, window: &Window, address: &str) -> Figures
             .map(|f| f.what.clone())
             .collect(),
         longest,
+        longest_what,
+        harness_lag,
+        lateness,
     }
 }
 
@@ -173,6 +201,13 @@ async fn sequence_next(address: &str, name: &str) -> i64 {
     body["ranges"][0]["next"].as_i64().unwrap()
 }
 
+/// The machine's one-minute load average as the scenario ends: the run's figures depend on
+/// how much else shared its cores.
+fn load_average() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+    text.split_whitespace().next()?.parse().ok()
+}
+
 /// Writes the scenario's row for `scripts/reliability.sh` (when the run writes a report).
 pub fn report(
     order: usize,
@@ -207,7 +242,13 @@ pub fn report(
         "unavailable": figures.unavailable,
         "other_failures": figures.other_failures.len(),
         "longest_ms": ms(figures.longest),
+        "longest_what": figures.longest_what,
+        "harness_lag_ms": ms(figures.harness_lag),
+        "server_answers": figures.lateness.answers,
+        "server_late": figures.lateness.late,
+        "server_lateness_bound_ms": figures.lateness.bound_ms,
         "deadline_ms": ms(deadline),
+        "load_average": load_average(),
     });
     let dir = PathBuf::from(dir).join("patroni");
     std::fs::create_dir_all(&dir).unwrap();

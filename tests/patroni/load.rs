@@ -55,6 +55,7 @@ pub struct Acked {
 
 /// One request that got no values.
 pub struct Failed {
+    pub kind: Kind,
     pub sent: Instant,
     pub ended: Instant,
     /// A 503 (`unavailable` with `Retry-After` while the database cannot take writes, or
@@ -70,6 +71,26 @@ pub struct Journal {
     pub failed: Mutex<Vec<Failed>>,
     /// Per kind, when the latest acknowledged request was sent.
     pub latest_sent: Mutex<HashMap<Kind, Instant>>,
+    /// When the clients' own runtime woke a timer late, and by how much (past `LAG_NOTED`):
+    /// a request the clients time late may have been late in the clients.
+    pub lags: Mutex<Vec<(Instant, Duration)>>,
+}
+
+/// How often the lag probe wakes, and the lateness it notes.
+const LAG_TICK: Duration = Duration::from_millis(10);
+const LAG_NOTED: Duration = Duration::from_millis(5);
+
+/// Notes how late the clients' runtime wakes a timer until `stop`: the harness's own
+/// scheduling, measured on the same runtime the clients time their requests on.
+async fn probe_lag(stop: Arc<AtomicBool>, journal: Arc<Journal>) {
+    while !stop.load(Ordering::Relaxed) {
+        let asked = Instant::now();
+        tokio::time::sleep(LAG_TICK).await;
+        let lag = asked.elapsed().saturating_sub(LAG_TICK);
+        if lag > LAG_NOTED {
+            journal.lags.lock().unwrap().push((Instant::now(), lag));
+        }
+    }
 }
 
 pub struct Load {
@@ -86,6 +107,7 @@ impl Load {
             Arc::new(Journal::default()),
         );
         let mut tasks = JoinSet::new();
+        tasks.spawn(probe_lag(stop.clone(), journal.clone()));
         for (n, address) in addresses.iter().enumerate() {
             for kind in KINDS {
                 for copy in 0..2 {
@@ -157,6 +179,7 @@ impl Client {
                         pending = Some((url, key, idempotency));
                     }
                     journal.failed.lock().unwrap().push(Failed {
+                        kind: self.kind,
                         sent,
                         ended: Instant::now(),
                         unavailable,

@@ -10,6 +10,7 @@ mod common;
 
 mod cluster;
 mod figures;
+mod lateness;
 mod load;
 mod scenarios;
 
@@ -52,6 +53,7 @@ async fn through_every_patroni_fault_no_value_is_vended_twice_or_lost() {
         patroni: &patroni,
         journal: load.journal.clone(),
         address: addresses[0].clone(),
+        addresses: addresses.clone(),
     };
     for (order, scenario) in scenarios::ALL.iter().enumerate() {
         run.scenario(order + 1, *scenario).await;

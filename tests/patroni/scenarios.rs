@@ -10,6 +10,7 @@ use tokio::task::JoinHandle;
 use crate::cluster::{signal, until_writes_accepted, Patroni};
 use crate::common::wait::eventually;
 use crate::figures::{judge, report, Window};
+use crate::lateness::Lateness;
 use crate::load::{Journal, Kind, KINDS};
 use crate::VEND_DEADLINE;
 
@@ -38,6 +39,20 @@ pub const ALL: [Scenario; 6] = [
     Scenario::EtcdStopped,
 ];
 
+/// What a scenario allows past the vend deadline. seqvend counts each deadline from the
+/// request's arrival and answers 503 at it, but on a machine this run shares (load average
+/// 16–26 on 2 cores, measured) a process waits for a core. Measured: seqvend's answers ready
+/// within 100 ms of their deadline in a release run and within 250 ms in a debug one (its
+/// own histogram), the clients' timers waking up to 420 ms late, and no request slower than
+/// the deadline + 190 ms as the clients timed it. With the deadline counted from the vend's own
+/// submission instead (as before), a release run measured seqvend's answers up to 250 ms late.
+/// seqvend's own answers: within this of their deadline (a bucket bound of its histogram,
+/// one above the worst measured).
+const SEQVEND_ALLOWANCE_MS: f64 = 500.0;
+/// The clients' view: seqvend's allowance, plus however late the clients' own timers woke in
+/// the scenario (their scheduling is in their timings, not seqvend's).
+const CLIENT_ALLOWANCE: Duration = Duration::from_millis(500);
+
 /// How long Patroni may take to name a new leader (ttl 10 s + loop_wait 2 s, and margin).
 const FAILOVER_PATIENCE: Duration = Duration::from_secs(45);
 
@@ -53,11 +68,14 @@ pub struct Run<'a> {
     pub journal: Arc<Journal>,
     /// A seqvend instance, for the registry checks.
     pub address: String,
+    /// Every seqvend instance, for their metrics.
+    pub addresses: Vec<String>,
 }
 
 impl Run<'_> {
     pub async fn scenario(&self, order: usize, scenario: Scenario) {
         let (leader, sync) = self.whole().await;
+        let before = Lateness::scrape(&self.addresses).await;
         let start = Instant::now();
         self.until_acked_after(start, "values flow before the fault")
             .await;
@@ -84,7 +102,8 @@ impl Run<'_> {
             writes_accepted,
             end: Instant::now(),
         };
-        let figures = judge(&self.journal, &window, &self.address).await;
+        let lateness = Lateness::scrape(&self.addresses).await.since(&before);
+        let figures = judge(&self.journal, &window, &self.address, lateness).await;
         if matches!(scenario, Scenario::LeaderKilled) {
             // Nothing can commit between a dead leader and the next: else the harness missed.
             assert_eq!(
@@ -97,7 +116,8 @@ impl Run<'_> {
         eprintln!(
             "{name}: {} values, first after fault {:?}, leader after {:?}, writes after {:?}, \
              strict after leader {:?}, strict after writes {:?}, strict outage {:?}, {} × 503, \
-             other {:?}, longest {:?}",
+             other {:?}, longest {:?} ({}); seqvend: {} answers, {} late, all within {:?} ms \
+             of their deadline; the clients' timers woke up to {:?} late",
             figures.values,
             figures.first_value,
             new_leader.map(|t| t - fault),
@@ -107,12 +127,31 @@ impl Run<'_> {
             figures.strict_outage,
             figures.unavailable,
             figures.other_failures,
-            figures.longest
+            figures.longest,
+            figures.longest_what,
+            figures.lateness.answers,
+            figures.lateness.late,
+            figures.lateness.bound_ms,
+            figures.harness_lag,
         );
         report(order, &name, &figures, &window, VEND_DEADLINE);
         assert_eq!(figures.duplicates, 0, "{name}: values vended twice");
         assert_eq!(figures.outside, 0, "{name}: values outside their ranges");
         assert_eq!(figures.lost, 0, "{name}: acknowledged values lost");
+        let seqvend_late = figures.lateness.bound_ms;
+        assert!(
+            seqvend_late.is_some_and(|ms| ms <= SEQVEND_ALLOWANCE_MS),
+            "{name}: seqvend answered later than {SEQVEND_ALLOWANCE_MS} ms past the deadline \
+             (all within {seqvend_late:?} ms)"
+        );
+        assert!(
+            figures.longest <= VEND_DEADLINE + CLIENT_ALLOWANCE + figures.harness_lag,
+            "{name}: a request took {:?} ({}), deadline {VEND_DEADLINE:?}, the clients' timers \
+             up to {:?} late",
+            figures.longest,
+            figures.longest_what,
+            figures.harness_lag
+        );
     }
 
     /// Injects the fault, waits through it, heals it; returns when the fault landed (the
