@@ -34,6 +34,11 @@ const KEEP_FRESH_EVERY: Duration = Duration::from_secs(60);
 /// transactions are short (a statement deadline of seconds); a minute covers them.
 const CHANGES_MARGIN: Duration = Duration::from_secs(60);
 
+/// Most changed sequences read afresh for a request: a few statements' worth. More (a bulk
+/// import) are left to the next reading, which the request starts: the answer is then as
+/// of its reading alone.
+const PATCH_AT_MOST: usize = 100;
+
 /// Sequences read per statement: each statement opens its ranges' PostgreSQL sequences and
 /// holds a lock on each until it ends, so a bounded number per statement.
 const SLICE: u32 = 1000;
@@ -101,11 +106,17 @@ impl Service {
         let reading = self.kept_reading().await?;
         let since = reading.taken_at - CHANGES_MARGIN;
         let names = registry::changed_since(&self.parts.registry, since).await?;
-        let changed = if names.is_empty() {
-            HashMap::new()
-        } else {
-            let fresh = registry::sequences_named(&self.parts.registry, &names).await?;
-            fresh.into_iter().map(|s| (s.name.clone(), s)).collect()
+        let changed = match names.len() {
+            0 => HashMap::new(),
+            1..=PATCH_AT_MOST => {
+                let fresh = registry::sequences_named(&self.parts.registry, &names).await?;
+                fresh.into_iter().map(|s| (s.name.clone(), s)).collect()
+            }
+            many => {
+                tracing::info!(changed = many, "too many changes to patch the overview");
+                tokio::spawn(self.clone().refresh());
+                HashMap::new()
+            }
         };
         Ok(Overview { reading, changed })
     }
