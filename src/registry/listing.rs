@@ -70,18 +70,22 @@ pub async fn sequences_between(
 }
 
 /// The names of the sequences changed at or after `since` (by the database's clock): made,
-/// retired, their settings or status changed, a range added or rolled over. Alerts raised by
-/// the usage rounds are not among them. Two scans of small tables, no sequence opened.
+/// retired, their settings or status changed, a range added or rolled over; `at_most` of
+/// them and one more (so the caller knows there are more). Alerts raised by the usage rounds
+/// are not among them. Two scans of small tables, no sequence opened.
 pub async fn changed_since(
     pool: &Registry,
     since: DateTime<Utc>,
+    at_most: usize,
 ) -> Result<Vec<String>, RegistryError> {
     sqlx::query_scalar!(
         r#"SELECT name AS "name!" FROM seqvend.sequences WHERE updated_at >= $1
            UNION
            SELECT s.name FROM seqvend.ranges r JOIN seqvend.sequences s ON s.id = r.sequence_id
-            WHERE r.updated_at >= $1"#,
-        since
+            WHERE r.updated_at >= $1
+           LIMIT $2"#,
+        since,
+        at_most as i64 + 1
     )
     .fetch_all(pool)
     .await

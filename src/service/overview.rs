@@ -43,10 +43,11 @@ const PATCH_AT_MOST: usize = 100;
 /// holds a lock on each until it ends, so a bounded number per statement.
 const SLICE: u32 = 1000;
 
-/// Slices read at once, each on a connection of the registry pool: two halve a reading's
-/// time on a database with cores to spare, and leave the rest of the pool (four by default)
-/// to the admin requests arriving meanwhile.
-const SLICES_AT_ONCE: usize = 2;
+/// Slices read at once, each on a connection of the registry pool, for the first reading
+/// (which a caller may be waiting for): two halve a reading's time on a database with cores
+/// to spare, and leave the rest of the pool (four by default) to the admin requests arriving
+/// meanwhile. Later readings, which nobody waits for, read one slice at a time.
+const FIRST_SLICES_AT_ONCE: usize = 2;
 
 /// Every sequence in name order, and when they were read.
 #[derive(Clone)]
@@ -105,7 +106,7 @@ impl Service {
     pub async fn overview(self: &Arc<Self>) -> Result<Overview, RegistryError> {
         let reading = self.kept_reading().await?;
         let since = reading.taken_at - CHANGES_MARGIN;
-        let names = registry::changed_since(&self.parts.registry, since).await?;
+        let names = registry::changed_since(&self.parts.registry, since, PATCH_AT_MOST).await?;
         let changed = match names.len() {
             0 => HashMap::new(),
             1..=PATCH_AT_MOST => {
@@ -182,17 +183,22 @@ impl Service {
     }
 
     /// Every sequence, in name order: the registry cut into slices by name, read
-    /// `SLICES_AT_ONCE` at a time, put back in order; and when the reading began.
+    /// `FIRST_SLICES_AT_ONCE` at a time for the first reading, one at a time after, put
+    /// back in order; and when the reading began.
     async fn read_all_sequences(
         &self,
     ) -> Result<(DateTime<Utc>, Vec<SequenceView>), RegistryError> {
         let pool = &self.parts.registry;
+        let at_once = match *self.overview.latest.borrow() {
+            None => FIRST_SLICES_AT_ONCE,
+            Some(_) => 1,
+        };
         let (began, ends) = registry::slice_ends(pool, SLICE).await?;
         let slices = slice_bounds(ends);
         let mut read: Vec<Option<Vec<SequenceView>>> = vec![None; slices.len()];
         let mut reading = JoinSet::new();
         for (index, (after, through)) in slices.into_iter().enumerate() {
-            if reading.len() >= SLICES_AT_ONCE {
+            if reading.len() >= at_once {
                 let (index, slice) = joined(reading.join_next().await)?;
                 read[index] = Some(slice);
             }
