@@ -114,7 +114,7 @@ impl Service {
                 fresh.into_iter().map(|s| (s.name.clone(), s)).collect()
             }
             many => {
-                tracing::info!(changed = many, "too many changes to patch the overview");
+                tracing::debug!(changed = many, "too many changes to patch the overview");
                 tokio::spawn(self.clone().refresh());
                 HashMap::new()
             }
