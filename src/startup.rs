@@ -79,7 +79,7 @@ impl Application {
         let (registry_for_shutdown, snowflake_for_shutdown) = (registry.clone(), snowflake.clone());
         let listener = TcpListener::bind(settings.listen)?;
         let port = listener.local_addr()?.port();
-        let service = Service::new(Parts {
+        let service = Arc::new(Service::new(Parts {
             registry,
             vend_pool,
             vender,
@@ -94,7 +94,12 @@ impl Application {
             tokens: Tokens::from(&settings.tokens),
             token_store,
             registry_deadline: settings.vend.statement_deadline,
-        });
+            overview_fresh_for: settings.watch.interval,
+        }));
+        // The console's overview is read at start and kept fresh, so no viewer waits for it.
+        let overview = settings
+            .console
+            .then(|| service.clone().keep_overview_fresh());
         let served = http::serve(
             service,
             listener,
@@ -109,7 +114,12 @@ impl Application {
             registry: registry_for_shutdown,
             snowflake: snowflake_for_shutdown,
             cache,
-            tasks: BackgroundTasks(std::iter::once(renewer).chain(tasks).collect()),
+            tasks: BackgroundTasks(
+                std::iter::once(renewer)
+                    .chain(overview)
+                    .chain(tasks)
+                    .collect(),
+            ),
         })
     }
 

@@ -1,6 +1,6 @@
 //! `GET /overview`: every sequence the caller may read, one row each, sorted (by days left
 //! by default), filtered and paged by the server, so that a console with 10,000 sequences
-//! fetches one small page. The rows come from `Service::all_sequences`, a reading of the
+//! fetches one small page. The rows come from `Service::overview`, a reading of the
 //! registry shared by every caller.
 
 use std::cmp::Ordering;
@@ -81,8 +81,10 @@ pub struct OverviewPage {
     /// Rows matching the filter, across all pages.
     total: usize,
     offset: u32,
-    /// When the registry was read: at most 2 s before, or up to 5 minutes before while a
-    /// new reading is taken (with many sequences a reading takes seconds).
+    /// When the registry was read. Readings are kept and renewed in the background (with
+    /// many sequences one takes seconds), so this may be a minute or more ago; the
+    /// sequences changed since (made, retired, settings changed, a range added or rolled
+    /// over) are read afresh for every request all the same.
     as_of: DateTime<Utc>,
     sequences: Vec<OverviewRow>,
 }
@@ -107,11 +109,10 @@ pub async fn get(
     caller.require(Verb::Read, Resource::AnySequence)?;
     let limit = page_limit(query.limit)?;
     let filter = filter(query.q.as_deref())?;
-    let reading = service.into_inner().all_sequences().await?;
+    let overview = service.into_inner().overview().await?;
     let now = Utc::now();
-    let mut rows: Vec<OverviewRow> = reading
-        .sequences
-        .iter()
+    let mut rows: Vec<OverviewRow> = overview
+        .sequences()
         .filter(|sequence| readable(&caller, sequence) && matches(sequence, filter.as_deref()))
         .map(|sequence| OverviewRow::new(sequence, now))
         .collect();
@@ -126,7 +127,7 @@ pub async fn get(
     Ok(HttpResponse::Ok().json(OverviewPage {
         total,
         offset,
-        as_of: reading.taken_at,
+        as_of: overview.as_of(),
         sequences,
     }))
 }

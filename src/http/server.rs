@@ -2,6 +2,7 @@
 //! route table) and the listeners it serves on.
 
 use std::net::TcpListener;
+use std::sync::Arc;
 
 use actix_web::dev::{Server, ServerHandle};
 use actix_web::middleware::from_fn;
@@ -21,14 +22,14 @@ pub struct Served {
 /// alone when given (otherwise on `listener` too); the console too when `console` is on. Process signals are `main`'s: actix would
 /// take SIGINT as a forced shutdown.
 pub fn serve(
-    service: Service,
+    service: Arc<Service>,
     listener: TcpListener,
     workers: usize,
     metrics_listen: Option<std::net::SocketAddr>,
     console: bool,
 ) -> anyhow::Result<Served> {
     let state = AppState {
-        service: web::Data::new(service),
+        service: web::Data::from(service),
         metrics_here: metrics_listen.is_none(),
         console,
     };

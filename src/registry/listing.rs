@@ -2,7 +2,10 @@
 //! console's overview reads side by side. One statement per page or slice; each range's
 //! position comes from `range_last_value` (a plain `pg_sequence_last_value` call for a range
 //! that has handed out a value) and usage from `usage_since`, which the planner inlines into
-//! two index probes per sequence (see the overview-reads migration).
+//! two index probes per sequence (see the overview-reads migration). And which sequences
+//! changed since a time, so that a kept reading can be brought up to date by re-reading them.
+
+use chrono::{DateTime, Utc};
 
 use crate::db::Registry;
 
@@ -17,15 +20,28 @@ pub async fn list_sequences(
     limit: u32,
 ) -> Result<SequencePage, RegistryError> {
     let after = after.map_or("", SequenceName::as_str);
-    let sequences = read_slice(pool, after, None, i64::from(limit) + 1).await?;
+    let slice = Slice {
+        after,
+        through: None,
+        named: None,
+    };
+    let sequences = read_slice(pool, slice, i64::from(limit) + 1).await?;
     let (sequences, next) = cut_page(sequences, limit, |s| s.name.clone());
     Ok(SequencePage { sequences, next })
 }
 
-/// Names that cut the registry into slices of about `per_slice` sequences each, in name
-/// order: a slice ends at each of them (inclusive), the last one at the end.
-pub async fn slice_ends(pool: &Registry, per_slice: u32) -> Result<Vec<String>, RegistryError> {
-    sqlx::query_scalar!(
+/// The database's clock, and the names that cut the registry into slices of about
+/// `per_slice` sequences each, in name order: a slice ends at each of them (inclusive), the
+/// last one at the end. The clock is read first: whatever changes after it is stamped later.
+pub async fn slice_ends(
+    pool: &Registry,
+    per_slice: u32,
+) -> Result<(DateTime<Utc>, Vec<String>), RegistryError> {
+    let now = sqlx::query_scalar!(r#"SELECT now() AS "now!""#)
+        .fetch_one(pool)
+        .await
+        .map_err(RegistryError::from_db)?;
+    let ends = sqlx::query_scalar!(
         r#"SELECT name AS "name!"
              FROM (SELECT name, row_number() OVER (ORDER BY name) AS n
                      FROM seqvend.sequences) numbered
@@ -35,7 +51,8 @@ pub async fn slice_ends(pool: &Registry, per_slice: u32) -> Result<Vec<String>, 
     )
     .fetch_all(pool)
     .await
-    .map_err(RegistryError::from_db)
+    .map_err(RegistryError::from_db)?;
+    Ok((now, ends))
 }
 
 /// Every sequence named after `after` and up to `through` (inclusive; to the end if none).
@@ -44,15 +61,63 @@ pub async fn sequences_between(
     after: &str,
     through: Option<&str>,
 ) -> Result<Vec<SequenceView>, RegistryError> {
-    read_slice(pool, after, through, i64::MAX).await
+    let slice = Slice {
+        after,
+        through,
+        named: None,
+    };
+    read_slice(pool, slice, i64::MAX).await
 }
 
-/// At most `limit` sequences named after `after` and up to `through`, in name order. An
-/// exhausted range's position is not read: it has nothing left whatever it says.
+/// The names of the sequences changed at or after `since` (by the database's clock): made,
+/// retired, their settings or status changed, a range added or rolled over; `at_most` of
+/// them and one more (so the caller knows there are more). Alerts raised by the usage rounds
+/// are not among them. Two scans of small tables, no sequence opened.
+pub async fn changed_since(
+    pool: &Registry,
+    since: DateTime<Utc>,
+    at_most: usize,
+) -> Result<Vec<String>, RegistryError> {
+    sqlx::query_scalar!(
+        r#"SELECT name AS "name!" FROM seqvend.sequences WHERE updated_at >= $1
+           UNION
+           SELECT s.name FROM seqvend.ranges r JOIN seqvend.sequences s ON s.id = r.sequence_id
+            WHERE r.updated_at >= $1
+           LIMIT $2"#,
+        since,
+        at_most as i64 + 1
+    )
+    .fetch_all(pool)
+    .await
+    .map_err(RegistryError::from_db)
+}
+
+/// The sequences named `names` (those that exist), in name order.
+pub async fn sequences_named(
+    pool: &Registry,
+    names: &[String],
+) -> Result<Vec<SequenceView>, RegistryError> {
+    let slice = Slice {
+        after: "",
+        through: None,
+        named: Some(names),
+    };
+    read_slice(pool, slice, i64::MAX).await
+}
+
+/// Which sequences a statement reads: named after `after` and up to `through` (to the end
+/// if none), and among `named` when given.
+struct Slice<'a> {
+    after: &'a str,
+    through: Option<&'a str>,
+    named: Option<&'a [String]>,
+}
+
+/// At most `limit` sequences of `slice`, in name order. An exhausted range's position is not
+/// read: it has nothing left whatever it says.
 async fn read_slice(
     pool: &Registry,
-    after: &str,
-    through: Option<&str>,
+    slice: Slice<'_>,
     limit: i64,
 ) -> Result<Vec<SequenceView>, RegistryError> {
     let rows = sqlx::query_as!(
@@ -70,14 +135,16 @@ async fn read_slice(
                        THEN seqvend.range_last_value(r.pg_sequence, r.high_water, s.increment) END AS last_value
              FROM (SELECT * FROM seqvend.sequences
                     WHERE name > $1 AND ($2::text IS NULL OR name <= $2)
+                      AND ($4::text[] IS NULL OR name = ANY($4))
                     ORDER BY name LIMIT $3) s
              LEFT JOIN LATERAL seqvend.usage_since(s.id, interval '1 hour') u1 ON true
              LEFT JOIN LATERAL seqvend.usage_since(s.id, interval '1 day') u24 ON true
              LEFT JOIN seqvend.ranges r ON r.sequence_id = s.id
             ORDER BY s.name, r.id"#,
-        after,
-        through,
-        limit
+        slice.after,
+        slice.through,
+        limit,
+        slice.named
     )
     .fetch_all(pool)
     .await

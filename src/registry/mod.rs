@@ -38,7 +38,7 @@ pub use leases::{
     release_holder_leases, release_lease, release_sequence_leases, renew_instance_leases,
     sweep_leases,
 };
-pub use listing::{list_sequences, sequences_between, slice_ends};
+pub use listing::{changed_since, list_sequences, sequences_between, sequences_named, slice_ends};
 pub use queries::{
     add_range, create_sequence, get_sequence, live_sequences, retire_sequence, NewSequence,
 };

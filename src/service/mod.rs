@@ -21,7 +21,7 @@ use crate::db::Registry;
 pub use keys::KeyInFlight;
 pub use lease::{BlockLease, BlockLeaseAsk, LeaseRefused};
 pub use notification_hub::spawn as spawn_notification_hub;
-pub use overview::Reading;
+pub use overview::Overview;
 pub use retire::RetireRefused;
 pub use vend::{VendAsk, VendRefused, VendedValues};
 
@@ -61,14 +61,16 @@ pub struct Parts {
     pub token_store: Arc<TokenStore>,
     /// How long a registry request may take, by seqvend's clock.
     pub registry_deadline: Duration,
+    /// How old the overview's kept reading may be before a caller has a newer one taken.
+    pub overview_fresh_for: Duration,
 }
 
 impl Service {
     pub fn new(parts: Parts) -> Self {
         Self {
+            overview: overview::Snapshot::new(parts.overview_fresh_for),
             parts,
             in_flight: InFlight::default(),
-            overview: overview::Snapshot::default(),
         }
     }
 

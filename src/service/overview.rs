@@ -1,130 +1,204 @@
 //! Every sequence at once, for the console's overview: read from the registry in pages and
 //! kept, so that sorting, filtering and paging by several viewers cost one read of the
-//! registry between them. A reading older than `FRESH_FOR` is still answered (up to
-//! `SERVE_STALE_FOR`) while a new one is taken in the background: with 10,000 sequences a
-//! reading takes seconds, and a person paging through the list should not wait for it.
+//! registry between them. With 10,000 sequences a reading takes seconds, so nobody waits
+//! for one but the first caller after start (and only if it comes before the reading taken
+//! at start is done):
+//!
+//! - while the console is on, a reading is taken at start and every `KEEP_FRESH_EVERY`
+//!   after, in the background;
+//! - a caller is answered from the kept reading whatever its age (it says when it was
+//!   taken); if it is older than one usage round, a newer one is taken in the background;
+//! - the sequences changed since the reading (made, retired, their settings changed, a
+//!   range added or rolled over — by this instance or any other) are read afresh for every
+//!   caller, so an operator's own change shows on their next view.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use tokio::sync::{watch, Mutex};
-use tokio::task::{JoinError, JoinSet};
+use tokio::task::{JoinError, JoinHandle, JoinSet};
+use tokio::time::MissedTickBehavior;
 
 use super::Service;
 use crate::registry::{self, RegistryError, SequenceView};
 
-/// How long a reading is answered as it is.
-const FRESH_FOR: Duration = Duration::from_secs(2);
+/// How often the kept reading is renewed while nobody asks (see docs/console.md for what
+/// a reading costs the database).
+const KEEP_FRESH_EVERY: Duration = Duration::from_secs(60);
 
-/// How long a reading is answered while a newer one is taken; past it, callers wait for one.
-const SERVE_STALE_FOR: Duration = Duration::from_secs(300);
+/// How far before a reading began its changes are looked for: a change is stamped with its
+/// transaction's start, so one that began before the reading and committed after the
+/// reading's statements took their snapshots is stamped earlier than the reading. Registry
+/// transactions are short (a statement deadline of seconds); a minute covers them.
+const CHANGES_MARGIN: Duration = Duration::from_secs(60);
+
+/// Most changed sequences read afresh for a request: a few statements' worth. More (a bulk
+/// import) are left to the next reading, which the request starts: the answer is then as
+/// of its reading alone.
+const PATCH_AT_MOST: usize = 100;
 
 /// Sequences read per statement: each statement opens its ranges' PostgreSQL sequences and
 /// holds a lock on each until it ends, so a bounded number per statement.
 const SLICE: u32 = 1000;
 
-/// Slices read at once, each on a connection of the registry pool: two halve a reading's
-/// time on a database with cores to spare, and leave the rest of the pool (four by default)
-/// to the admin requests arriving meanwhile.
-const SLICES_AT_ONCE: usize = 2;
+/// Slices read at once, each on a connection of the registry pool, for the first reading
+/// (which a caller may be waiting for): two halve a reading's time on a database with cores
+/// to spare, and leave the rest of the pool (four by default) to the admin requests arriving
+/// meanwhile. Later readings, which nobody waits for, read one slice at a time.
+const FIRST_SLICES_AT_ONCE: usize = 2;
 
 /// Every sequence in name order, and when they were read.
 #[derive(Clone)]
 pub struct Reading {
-    pub sequences: Arc<Vec<SequenceView>>,
-    pub taken_at: DateTime<Utc>,
+    sequences: Arc<Vec<SequenceView>>,
+    /// When the reading began, by the database's clock.
+    taken_at: DateTime<Utc>,
     taken: Instant,
 }
 
-/// The latest reading (watched by callers waiting for one), and the lock that lets one
-/// reading be taken at a time.
+/// A kept reading brought up to date: the sequences changed since, as read now.
+pub struct Overview {
+    reading: Reading,
+    changed: HashMap<String, SequenceView>,
+}
+
+impl Overview {
+    /// When the registry was read (sequences changed since were read just now).
+    pub fn as_of(&self) -> DateTime<Utc> {
+        self.reading.taken_at
+    }
+
+    /// Every sequence, in no particular order.
+    pub fn sequences(&self) -> impl Iterator<Item = &SequenceView> {
+        let unchanged = self
+            .reading
+            .sequences
+            .iter()
+            .filter(|sequence| !self.changed.contains_key(&sequence.name));
+        unchanged.chain(self.changed.values())
+    }
+}
+
+/// The latest reading (watched by callers waiting for one), the lock that lets one reading
+/// be taken at a time, and the age past which a caller has a newer one taken.
 pub struct Snapshot {
     latest: watch::Sender<Option<Reading>>,
     reading: Arc<Mutex<()>>,
-}
-
-impl Default for Snapshot {
-    fn default() -> Self {
-        Self {
-            latest: watch::Sender::new(None),
-            reading: Arc::default(),
-        }
-    }
+    fresh_for: Duration,
 }
 
 impl Snapshot {
-    fn latest_within(&self, age: Duration) -> Option<Reading> {
-        within(self.latest.borrow().as_ref(), age).cloned()
+    /// `fresh_for`: the usage rounds' interval, since rates, forecasts and alerts change
+    /// once a round.
+    pub fn new(fresh_for: Duration) -> Self {
+        Self {
+            latest: watch::Sender::new(None),
+            reading: Arc::default(),
+            fresh_for,
+        }
     }
 }
 
-fn within(reading: Option<&Reading>, age: Duration) -> Option<&Reading> {
-    reading.filter(|reading| reading.taken.elapsed() < age)
-}
-
 impl Service {
-    /// Every sequence: read at most `FRESH_FOR` ago, or (while a newer reading is taken in the
-    /// background) at most `SERVE_STALE_FOR` ago; else as soon as a reading is taken. The
-    /// reading runs on a task of its own, so a caller that gives up (its request's deadline)
-    /// leaves it to finish for the next.
-    pub async fn all_sequences(self: &Arc<Self>) -> Result<Reading, RegistryError> {
-        if let Some(fresh) = self.overview.latest_within(FRESH_FOR) {
-            return Ok(fresh);
-        }
-        if let Some(stale) = self.overview.latest_within(SERVE_STALE_FOR) {
-            self.refresh_in_background();
-            return Ok(stale);
+    /// Every sequence: the kept reading, with the sequences changed since it read afresh.
+    pub async fn overview(self: &Arc<Self>) -> Result<Overview, RegistryError> {
+        let reading = self.kept_reading().await?;
+        let since = reading.taken_at - CHANGES_MARGIN;
+        let names = registry::changed_since(&self.parts.registry, since, PATCH_AT_MOST).await?;
+        let changed = match names.len() {
+            0 => HashMap::new(),
+            1..=PATCH_AT_MOST => {
+                let fresh = registry::sequences_named(&self.parts.registry, &names).await?;
+                fresh.into_iter().map(|s| (s.name.clone(), s)).collect()
+            }
+            many => {
+                tracing::debug!(changed = many, "too many changes to patch the overview");
+                tokio::spawn(self.clone().refresh());
+                HashMap::new()
+            }
+        };
+        Ok(Overview { reading, changed })
+    }
+
+    /// The kept reading, whatever its age (a newer one is taken in the background when it
+    /// is older than `fresh_for`); the first one when none is kept yet. The reading runs on
+    /// a task of its own, so a caller that gives up (its request's deadline) leaves it to
+    /// finish for the next.
+    async fn kept_reading(self: &Arc<Self>) -> Result<Reading, RegistryError> {
+        let kept = self.overview.latest.borrow().clone();
+        if let Some(kept) = kept {
+            if kept.taken.elapsed() >= self.overview.fresh_for {
+                tokio::spawn(self.clone().refresh());
+            }
+            return Ok(kept);
         }
         let mut taken = self.overview.latest.subscribe();
-        self.refresh_in_background();
+        tokio::spawn(self.clone().refresh());
         let reading = taken
-            .wait_for(|latest| within(latest.as_ref(), SERVE_STALE_FOR).is_some())
+            .wait_for(Option::is_some)
             .await
             .map_err(|_| RegistryError::Internal(anyhow::anyhow!("the overview is gone")))?;
         Ok(reading.clone().expect("waited for a reading"))
     }
 
-    /// Starts a reading unless one is being taken.
-    fn refresh_in_background(self: &Arc<Self>) {
-        let Ok(one_at_a_time) = self.overview.reading.clone().try_lock_owned() else {
-            return;
-        };
-        let service = self.clone();
+    /// Takes a reading now and every `KEEP_FRESH_EVERY` after, until the task is aborted.
+    pub fn keep_overview_fresh(self: Arc<Self>) -> JoinHandle<()> {
         tokio::spawn(async move {
-            if let Err(err) = service.take_reading().await {
-                tracing::warn!(error = %err, "could not read the sequences for the overview");
+            let mut every = tokio::time::interval(KEEP_FRESH_EVERY);
+            every.set_missed_tick_behavior(MissedTickBehavior::Delay);
+            loop {
+                every.tick().await;
+                self.clone().refresh().await;
             }
-            drop(one_at_a_time);
-        });
+        })
     }
 
-    async fn take_reading(&self) -> Result<Reading, RegistryError> {
-        let (taken, taken_at) = (Instant::now(), Utc::now());
-        let sequences = Arc::new(self.read_all_sequences().await?);
+    /// Takes a reading unless one is being taken.
+    async fn refresh(self: Arc<Self>) {
+        let Ok(_one_at_a_time) = self.overview.reading.clone().try_lock_owned() else {
+            return;
+        };
+        if let Err(err) = self.take_reading().await {
+            tracing::warn!(error = %err, "could not read the sequences for the overview");
+        }
+    }
+
+    async fn take_reading(&self) -> Result<(), RegistryError> {
+        let taken = Instant::now();
+        let (taken_at, sequences) = self.read_all_sequences().await?;
         tracing::info!(
             sequences = sequences.len(),
             took_ms = taken.elapsed().as_millis() as u64,
             "read every sequence for the overview"
         );
         let reading = Reading {
-            sequences,
+            sequences: Arc::new(sequences),
             taken_at,
             taken,
         };
-        self.overview.latest.send_replace(Some(reading.clone()));
-        Ok(reading)
+        self.overview.latest.send_replace(Some(reading));
+        Ok(())
     }
 
     /// Every sequence, in name order: the registry cut into slices by name, read
-    /// `SLICES_AT_ONCE` at a time, put back in order.
-    async fn read_all_sequences(&self) -> Result<Vec<SequenceView>, RegistryError> {
+    /// `FIRST_SLICES_AT_ONCE` at a time for the first reading, one at a time after, put
+    /// back in order; and when the reading began.
+    async fn read_all_sequences(
+        &self,
+    ) -> Result<(DateTime<Utc>, Vec<SequenceView>), RegistryError> {
         let pool = &self.parts.registry;
-        let slices = slice_bounds(registry::slice_ends(pool, SLICE).await?);
+        let at_once = match *self.overview.latest.borrow() {
+            None => FIRST_SLICES_AT_ONCE,
+            Some(_) => 1,
+        };
+        let (began, ends) = registry::slice_ends(pool, SLICE).await?;
+        let slices = slice_bounds(ends);
         let mut read: Vec<Option<Vec<SequenceView>>> = vec![None; slices.len()];
         let mut reading = JoinSet::new();
         for (index, (after, through)) in slices.into_iter().enumerate() {
-            if reading.len() >= SLICES_AT_ONCE {
+            if reading.len() >= at_once {
                 let (index, slice) = joined(reading.join_next().await)?;
                 read[index] = Some(slice);
             }
@@ -138,7 +212,7 @@ impl Service {
             let (index, slice) = joined(Some(done))?;
             read[index] = Some(slice);
         }
-        Ok(read.into_iter().flatten().flatten().collect())
+        Ok((began, read.into_iter().flatten().flatten().collect()))
     }
 }
 

@@ -7,6 +7,7 @@
 mod common;
 
 mod browser;
+mod freshness;
 mod history;
 mod hostile;
 mod operator;

@@ -3,7 +3,7 @@
 
 import { enc, get } from "./api.js";
 import { clear, el, errorBox, say } from "./dom.js";
-import { count, daysLeft, rate, when } from "./format.js";
+import { count, daysLeft, plural, rate, when } from "./format.js";
 
 const PAGE = 50;
 const SORTS = [
@@ -99,6 +99,14 @@ function table(page) {
   );
 }
 
+// How old a reading is, once that is a minute or more: seqvend keeps one and renews it in the
+// background, so a page may show figures a few minutes old (a sequence changed since, e.g. by
+// adding a range, is always shown as it is now).
+function age(iso) {
+  const minutes = Math.floor((Date.now() - Date.parse(iso)) / 60_000);
+  return minutes >= 1 ? ` (${plural(minutes, "minute", "minutes")} ago)` : "";
+}
+
 function pager(page, state, go) {
   const first = page.total ? state.offset + 1 : 0;
   const last = state.offset + page.sequences.length;
@@ -136,7 +144,7 @@ export async function overview(main, ctx, params) {
       results.replaceChildren(
         page.sequences.length ? table(page) : el("p", {}, state.q ? "No sequence matches the filter." : "No sequences yet."),
         pager(page, state, go),
-        el("p", { class: "muted" }, "Figures as of ", when(page.as_of), "."),
+        el("p", { id: "as-of", class: "muted" }, "Figures as of ", when(page.as_of), age(page.as_of), "."),
       );
       sizeBars(results);
       say(`${count(page.total)} sequences${state.q ? " match" : ""}.`);

@@ -137,4 +137,5 @@ export async function sequencePage(main, ctx, name) {
     el("section", {}, heading("Events", 2), eventTable(sequence.name, events)),
   );
   sizeBars(main);
+  performance.mark("sequence-interactive");
 }

@@ -97,4 +97,5 @@ export async function tokensPage(main) {
   });
   clear(main).append(el("h1", { tabindex: "-1" }, "Tokens"), created, form, heading("All tokens", 2), list);
   await refresh();
+  performance.mark("tokens-interactive");
 }
