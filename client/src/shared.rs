@@ -142,9 +142,7 @@ impl Shared {
             if missing == 0 {
                 return true;
             }
-            if self.cache.take_into(missing, out, Now::At(now)) < missing
-                && !self.advance(now)
-            {
+            if self.cache.take_into(missing, out, Now::At(now)) < missing && !self.advance(now) {
                 return false;
             }
         }
@@ -356,14 +354,20 @@ mod tests {
         let options = Arc::new(ClientBuilder::default_options());
         let shared = Shared::new("orders", options, Instant::now());
         let piece = crate::cache::PIECE as i64;
-        shared.accept(lease(1, 2 * piece, Duration::from_secs(600)), Instant::now());
+        shared.accept(
+            lease(1, 2 * piece, Duration::from_secs(600)),
+            Instant::now(),
+        );
         assert!(!woken(&shared).await, "a lease alone wakes nothing");
         assert_eq!(shared.try_next(), Ok(1));
         assert!(woken(&shared).await, "the first piece");
         for expected in 2..=piece {
             assert_eq!(shared.try_next(), Ok(expected));
         }
-        assert!(!woken(&shared).await, "takes inside a piece stay on the fast path");
+        assert!(
+            !woken(&shared).await,
+            "takes inside a piece stay on the fast path"
+        );
         assert_eq!(shared.try_next(), Ok(piece + 1));
         assert!(woken(&shared).await, "the second piece");
     }
