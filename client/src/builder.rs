@@ -110,9 +110,10 @@ impl ClientBuilder {
         self
     }
 
-    /// The most one lease asks for (default 10,000,000, the service's limit). If the service
-    /// refuses a count above 100,000 as invalid (a service from before leases were drawn in
-    /// constant time), the client falls back to 100,000 for its life.
+    /// The most one lease asks for (default 10,000,000, the service's limit). A refusal of a
+    /// larger count brings it down to 10,000,000, and a refusal of a count above 100,000 (a
+    /// service from before leases were drawn in constant time) to 100,000, for the client's
+    /// life.
     pub fn max_lease(mut self, values: u64) -> Self {
         self.options.limits.max_lease = values.max(1);
         self

@@ -83,16 +83,18 @@ impl Planner {
         self.refills.observe(took);
     }
 
-    /// The service refused a lease of `count` as too large: it is an older one, so ask for at
-    /// most `OLDER_SERVICE_MAX_LEASE` (the limit it documents) from now on. False if that was
-    /// no larger, so nothing changes.
+    /// The service refused a lease of `count` as too large: from now on ask for at most the
+    /// highest documented limit below `count`, the service's (`MAX_LEASE`) or an older
+    /// service's (`OLDER_SERVICE_MAX_LEASE`), so a refusal at the one leads to the other.
+    /// False if neither is below both `count` and the current ceiling: nothing changes.
     pub fn refused_as_too_large(&mut self, count: u64) -> bool {
-        let lowered =
-            count > OLDER_SERVICE_MAX_LEASE && self.lease_ceiling > OLDER_SERVICE_MAX_LEASE;
-        if lowered {
-            self.lease_ceiling = OLDER_SERVICE_MAX_LEASE;
+        let limit = [MAX_LEASE, OLDER_SERVICE_MAX_LEASE]
+            .into_iter()
+            .find(|&limit| count > limit && self.lease_ceiling > limit);
+        if let Some(limit) = limit {
+            self.lease_ceiling = limit;
         }
-        lowered
+        limit.is_some()
     }
 
     /// The most one lease asks for: the old rule's fixed 100,000, or `max_lease`.
@@ -404,6 +406,26 @@ mod tests {
             planner.lease_count(0, 1e7, 0),
             Some(OLDER_SERVICE_MAX_LEASE)
         );
+    }
+
+    /// A client told to lease beyond the service's limit comes down to it at the first
+    /// refusal, and to an older service's at a second.
+    #[test]
+    fn refusals_bring_leases_down_to_the_services_limit_then_an_older_services() {
+        let mut planner = with_limits(Limits {
+            max_lease: 20_000_000,
+            max_cached: 40_000_000,
+            ..LIMITS
+        });
+        assert_eq!(planner.lease_count(0, 1e9, 0), Some(20_000_000));
+        assert!(planner.refused_as_too_large(20_000_000));
+        assert_eq!(planner.lease_count(0, 1e9, 0), Some(MAX_LEASE));
+        assert!(planner.refused_as_too_large(MAX_LEASE));
+        assert_eq!(
+            planner.lease_count(0, 1e9, 0),
+            Some(OLDER_SERVICE_MAX_LEASE)
+        );
+        assert!(!planner.refused_as_too_large(OLDER_SERVICE_MAX_LEASE));
     }
 
     /// What a client can discard is what it holds: never more than `max_cached` (or a
