@@ -427,12 +427,15 @@ $$;
 -- Name: lease(text, integer, text, text, interval); Type: FUNCTION; Schema: seqvend; Owner: -
 --
 
-CREATE FUNCTION seqvend.lease(p_name text, p_count integer, p_kind text, p_holder text, p_ttl interval) RETURNS TABLE(outcome text, runs_first bigint[], runs_last bigint[], value_count bigint, detail text, lease_id bigint, expires_at timestamp with time zone, increment bigint)
+CREATE FUNCTION seqvend.lease(p_name text, p_count integer, p_kind text, p_holder text, p_ttl interval) RETURNS TABLE(outcome text, runs_first bigint[], runs_last bigint[], value_count bigint, detail text, lease_id bigint, expires_at timestamp with time zone, increment bigint, ran_out boolean)
     LANGUAGE plpgsql
     AS $$
 DECLARE
-    drawn record;
-    rest  record;
+    drawn    record;
+    rest     record;
+    -- The most values drawn value by value: a 10,000,000-value lease whose block is declined
+    -- must not become 10,000,000 nextval calls in one statement and an array that long.
+    fallback integer;
 BEGIN
     -- The lease row and the draw's mark must survive a crash before any value leaves.
     PERFORM set_config('synchronous_commit', 'on', true);
@@ -441,6 +444,7 @@ BEGIN
     runs_first := '{}';
     runs_last := '{}';
     value_count := 0;
+    ran_out := false;
     IF p_count > 64 AND increment IS NOT NULL THEN
         BEGIN
             SELECT b.runs_first, b.runs_last, b.taken INTO runs_first, runs_last, value_count
@@ -454,8 +458,9 @@ BEGIN
         END;
     END IF;
     IF value_count < p_count THEN
+        fallback := least(p_count - value_count, 100000);
         SELECT v.outcome, v.vals, v.detail INTO drawn
-          FROM seqvend.vend(ARRAY[p_name], ARRAY[(p_count - value_count)::integer]) AS v;
+          FROM seqvend.vend(ARRAY[p_name], ARRAY[fallback]) AS v;
         detail := drawn.detail;
         IF drawn.outcome <> 'ok' THEN
             outcome := drawn.outcome;
@@ -470,6 +475,7 @@ BEGIN
           FROM seqvend.join_runs(runs_first, runs_last, rest.runs_first, rest.runs_last,
                                  increment) AS j;
         value_count := value_count + cardinality(drawn.vals);
+        ran_out := cardinality(drawn.vals) < fallback;
     END IF;
     IF value_count > 0 THEN
         INSERT INTO seqvend.leases AS l (sequence_id, kind, holder, value_count, expires_at)
@@ -542,7 +548,7 @@ $$;
 -- Name: lease_keyed(text, integer, text, text, interval, text, text, text, interval); Type: FUNCTION; Schema: seqvend; Owner: -
 --
 
-CREATE FUNCTION seqvend.lease_keyed(p_name text, p_count integer, p_kind text, p_holder text, p_ttl interval, p_owner text, p_key text, p_request text, p_key_ttl interval) RETURNS TABLE(outcome text, runs_first bigint[], runs_last bigint[], value_count bigint, detail text, lease_id bigint, expires_at timestamp with time zone, increment bigint)
+CREATE FUNCTION seqvend.lease_keyed(p_name text, p_count integer, p_kind text, p_holder text, p_ttl interval, p_owner text, p_key text, p_request text, p_key_ttl interval) RETURNS TABLE(outcome text, runs_first bigint[], runs_last bigint[], value_count bigint, detail text, lease_id bigint, expires_at timestamp with time zone, increment bigint, ran_out boolean)
     LANGUAGE plpgsql
     AS $$
 DECLARE
@@ -566,6 +572,7 @@ BEGIN
         runs_first := drawn.runs_first;
         runs_last := drawn.runs_last;
         value_count := drawn.value_count;
+        ran_out := drawn.ran_out;
         detail := drawn.detail;
         lease_id := drawn.lease_id;
         expires_at := drawn.expires_at;

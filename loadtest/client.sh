@@ -5,8 +5,8 @@
 # beside the fixed rule of earlier versions, in interleaved rounds; medians of 3. Starts its
 # own seqvend and PostgreSQL, and writes its section of docs/performance.md; every case also
 # runs against lease_stub, a stand-in answering each lease in 2 ms, to show the client apart
-# from the service, and against one allowing leases of 1,000,000 values (the client told to
-# use them): what the adaptive rule does once the service's lease limit is raised.
+# from the service: once allowing leases up to seqvend's limit (10,000,000 values), once only
+# up to 100,000 (as services did before leases were drawn in constant time).
 #   loadtest/client.sh
 #   CLIENT_SECONDS=3 CLIENT_ROUNDS=1 loadtest/client.sh   # a quick try
 # The warm cache's figures (1, 2 and 8 threads) are measured by loadtest/cache.sh.

@@ -1,7 +1,8 @@
 //! A stand-in for seqvend's lease route, to measure the client apart from the service: it
 //! answers `POST /sequences/{name}/leases?count=N` with the next N values of a counter per
 //! name, after a fixed delay (LEASE_MS, default 2: a lease drawn in constant time), and
-//! refuses a count above MAX_COUNT (default 100,000) as seqvend does. It keeps nothing
+//! refuses a count above MAX_COUNT (default 10,000,000) as seqvend does (100,000: as services
+//! did before leases were drawn in constant time). It keeps nothing
 //! durable and checks no token: for benchmarks only, never for tests of the guarantees.
 //!
 //! Environment: LISTEN (default 127.0.0.1:0); the address it listens on is printed first.
@@ -32,7 +33,7 @@ async fn main() -> std::io::Result<()> {
     println!("{}", listener.local_addr()?);
     let stub = Arc::new(Stub {
         delay: Duration::from_millis(env_or("LEASE_MS", 2)),
-        max_count: env_or("MAX_COUNT", 100_000),
+        max_count: env_or("MAX_COUNT", 10_000_000),
         counters: Counters::default(),
     });
     loop {

@@ -24,7 +24,8 @@ use seqvend_blocks::Block;
 
 use crate::clock::{self, Now};
 
-/// Far beyond any block's length (a lease holds at most 100,000 values), and far enough
+/// Far beyond any block's length (a lease holds at most 10,000,000 values, queued in pieces
+/// of 65,536), and far enough
 /// below `u64::MAX` that takes on a closed block never wrap.
 const CLOSED: u64 = 1 << 62;
 

@@ -27,7 +27,8 @@ pub enum Growth {
     #[default]
     Adaptive,
     /// The rule of earlier versions, kept for comparison: use sampled only each tick, so a
-    /// cold start leases the base size until the first tick; leases of at most 100,000.
+    /// cold start leases the base size until the first tick; leases of at most 100,000 (what
+    /// services allowed before leases were drawn in constant time).
     Fixed,
 }
 

@@ -49,9 +49,10 @@
 //! policy (or, for a strict sequence, [`STRICT_DEFAULT`]: 10,000 values, 120 s), the client
 //! holds `buffer = max(suggested, 120 s, 4 × the slowest recent refill)` of use, at most half
 //! a lease's life; its size is `max(suggested size, 2 × rate × buffer)`, capped at
-//! `max_cached` (1,000,000); a refill starts below [`RefillRule::mark`] (at most half the
-//! size, so a refill never trickles) and tops up in leases of at most `max_lease` (100,000,
-//! the service's limit). Values in blocks that expire within the buffer do not count as
+//! `max_cached` (4,000,000); a refill starts below [`RefillRule::mark`] (at most half the
+//! size, so a refill never trickles) and tops up in leases of at most `max_lease`
+//! (10,000,000, the service's limit). A refill is weighed every tick and whenever a taker
+//! reaches the end of a 65,536-value piece of a lease. Values in blocks that expire within the buffer do not count as
 //! held. At 1,000 ids/s the default holds 120,000–240,000 values: a 60 s outage of the
 //! service causes no wait. The price is paid at low rates: what a lease held when it expired
 //! is discarded (a gap in the sequence). What is held never exceeds `max_cached` (or what a
@@ -100,7 +101,7 @@ mod taker;
 mod ticker;
 mod uuidv7;
 
-pub use builder::{ClientBuilder, STRICT_DEFAULT};
+pub use builder::{ClientBuilder, DEFAULT_MAX_CACHED, STRICT_DEFAULT};
 pub use client::Client;
 pub use error::Error;
 pub use growth::Growth;

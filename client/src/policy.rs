@@ -11,8 +11,13 @@ use serde::Deserialize;
 
 use crate::growth::{Growth, RefillTimes};
 
-/// The most one lease may ask for (the service refuses more), and the default `max_lease`.
-pub const MAX_LEASE: u64 = 100_000;
+/// The most one lease may ask for (the service refuses more: its `MAX_LEASE_COUNT`, since
+/// leases are drawn in constant time), and the default `max_lease`.
+pub const MAX_LEASE: u64 = 10_000_000;
+
+/// The most an older service allows in one lease: a refusal of a larger count brings leases
+/// back to it, and the fixed rule never asks for more.
+pub const OLDER_SERVICE_MAX_LEASE: u64 = 100_000;
 
 /// A sequence's cache policy as the service suggests it (`cache` in a lease's answer):
 /// hold up to `size` values, lease more below `max(rate × buffer_seconds, min)`.
@@ -50,7 +55,7 @@ pub(crate) struct Planner {
     recent_rate: f64,
     last_taken: u64,
     refills: RefillTimes,
-    /// `max_lease`, lowered to `MAX_LEASE` if the service refused a larger count.
+    /// `max_lease`, lowered to `OLDER_SERVICE_MAX_LEASE` if the service refused a larger count.
     lease_ceiling: u64,
 }
 
@@ -78,20 +83,24 @@ impl Planner {
         self.refills.observe(took);
     }
 
-    /// The service refused a lease of `count` as too large: ask for at most `MAX_LEASE` (the
-    /// limit it documents) from now on. False if that was no larger, so nothing changes.
+    /// The service refused a lease of `count` as too large: from now on ask for at most the
+    /// highest documented limit below `count`, the service's (`MAX_LEASE`) or an older
+    /// service's (`OLDER_SERVICE_MAX_LEASE`), so a refusal at the one leads to the other.
+    /// False if neither is below both `count` and the current ceiling: nothing changes.
     pub fn refused_as_too_large(&mut self, count: u64) -> bool {
-        let lowered = count > MAX_LEASE && self.lease_ceiling > MAX_LEASE;
-        if lowered {
-            self.lease_ceiling = MAX_LEASE;
+        let limit = [MAX_LEASE, OLDER_SERVICE_MAX_LEASE]
+            .into_iter()
+            .find(|&limit| count > limit && self.lease_ceiling > limit);
+        if let Some(limit) = limit {
+            self.lease_ceiling = limit;
         }
-        lowered
+        limit.is_some()
     }
 
     /// The most one lease asks for: the old rule's fixed 100,000, or `max_lease`.
     fn ceiling(&self) -> u64 {
         match self.limits.growth {
-            Growth::Fixed => MAX_LEASE,
+            Growth::Fixed => OLDER_SERVICE_MAX_LEASE,
             _ => self.lease_ceiling,
         }
     }
@@ -201,7 +210,7 @@ mod tests {
         },
         buffer: Duration::from_secs(120),
         max_cached: 1_000_000,
-        max_lease: MAX_LEASE,
+        max_lease: OLDER_SERVICE_MAX_LEASE,
         growth: Growth::Adaptive,
     };
     const TEN_MINUTES: Duration = Duration::from_secs(600);
@@ -260,7 +269,10 @@ mod tests {
         assert_eq!(planner.lease_count(500, 0.0, 0), None);
         assert_eq!(planner.lease_count(499, 0.0, 0), Some(501));
         let busy = suggesting(0, 0, 0);
-        assert_eq!(busy.lease_count(0, 10_000.0, 0), Some(MAX_LEASE));
+        assert_eq!(
+            busy.lease_count(0, 10_000.0, 0),
+            Some(OLDER_SERVICE_MAX_LEASE)
+        );
     }
 
     #[test]
@@ -274,7 +286,10 @@ mod tests {
     #[test]
     fn a_prefetch_floor_is_leased_beyond_the_size() {
         let planner = suggesting(10_000, 120, 0);
-        assert_eq!(planner.lease_count(10_000, 0.0, 250_000), Some(MAX_LEASE));
+        assert_eq!(
+            planner.lease_count(10_000, 0.0, 250_000),
+            Some(OLDER_SERVICE_MAX_LEASE)
+        );
         assert_eq!(planner.lease_count(200_000, 0.0, 250_000), Some(50_000));
         assert_eq!(planner.lease_count(250_000, 0.0, 250_000), None);
     }
@@ -346,7 +361,7 @@ mod tests {
             None,
             "half of max_cached held"
         );
-        assert_eq!(fixed.lease_count(0, fast, 0), Some(MAX_LEASE));
+        assert_eq!(fixed.lease_count(0, fast, 0), Some(OLDER_SERVICE_MAX_LEASE));
         assert_eq!(
             adaptive.lease_count(0, 0.0, 0),
             Some(10_000),
@@ -362,12 +377,55 @@ mod tests {
         });
         assert_eq!(planner.lease_count(0, 1e9, 0), Some(500_000));
         assert!(
-            !planner.refused_as_too_large(MAX_LEASE),
+            !planner.refused_as_too_large(OLDER_SERVICE_MAX_LEASE),
             "not a larger count"
         );
         assert!(planner.refused_as_too_large(500_000));
-        assert_eq!(planner.lease_count(0, 1e9, 0), Some(MAX_LEASE));
+        assert_eq!(
+            planner.lease_count(0, 1e9, 0),
+            Some(OLDER_SERVICE_MAX_LEASE)
+        );
         assert!(!planner.refused_as_too_large(500_000), "lowered already");
+    }
+
+    /// The defaults against a service at its limit: a cold start at 10 M ids/s leases what
+    /// `max_cached` holds in one lease; an older service's refusal brings leases to 100,000.
+    #[test]
+    fn by_default_one_lease_fills_max_cached_and_an_older_services_refusal_brings_100k() {
+        let defaults = crate::builder::ClientBuilder::default_options().limits;
+        assert_eq!(
+            (defaults.max_lease, defaults.max_cached),
+            (MAX_LEASE, 4_000_000)
+        );
+        let mut planner = with_limits(defaults);
+        assert_eq!(planner.lease_count(0, 1e7, 0), Some(4_000_000));
+        assert_eq!(planner.lease_count(1_999_999, 1e7, 0), Some(2_000_001));
+        assert_eq!(planner.lease_count(2_000_000, 1e7, 0), None, "half held");
+        assert!(planner.refused_as_too_large(4_000_000));
+        assert_eq!(
+            planner.lease_count(0, 1e7, 0),
+            Some(OLDER_SERVICE_MAX_LEASE)
+        );
+    }
+
+    /// A client told to lease beyond the service's limit comes down to it at the first
+    /// refusal, and to an older service's at a second.
+    #[test]
+    fn refusals_bring_leases_down_to_the_services_limit_then_an_older_services() {
+        let mut planner = with_limits(Limits {
+            max_lease: 20_000_000,
+            max_cached: 40_000_000,
+            ..LIMITS
+        });
+        assert_eq!(planner.lease_count(0, 1e9, 0), Some(20_000_000));
+        assert!(planner.refused_as_too_large(20_000_000));
+        assert_eq!(planner.lease_count(0, 1e9, 0), Some(MAX_LEASE));
+        assert!(planner.refused_as_too_large(MAX_LEASE));
+        assert_eq!(
+            planner.lease_count(0, 1e9, 0),
+            Some(OLDER_SERVICE_MAX_LEASE)
+        );
+        assert!(!planner.refused_as_too_large(OLDER_SERVICE_MAX_LEASE));
     }
 
     /// What a client can discard is what it holds: never more than `max_cached` (or a
@@ -375,7 +433,7 @@ mod tests {
     #[test]
     fn what_is_held_never_exceeds_max_cached_or_the_prefetch_floor_however_leases_grow() {
         for growth in [Growth::Adaptive, Growth::Fixed] {
-            for max_lease in [1_000, MAX_LEASE, 3_000_000] {
+            for max_lease in [1_000, OLDER_SERVICE_MAX_LEASE, 3_000_000, MAX_LEASE] {
                 let mut planner = with_limits(Limits {
                     max_lease,
                     growth,

@@ -78,16 +78,24 @@ impl Shared {
 
     #[cold]
     fn try_next_slow(&self, now: Instant) -> Result<i64, Error> {
-        while self.cache.advance(now, self.options.expiry_margin) {
+        while self.advance(now) {
             if let Some(value) = self.cache.take_one(Now::At(now)) {
                 return Ok(value);
             }
         }
-        self.wake.notify_one();
         match &*self.status.borrow() {
             Status::Failed { error, .. } => Err(error.clone()),
             Status::Fine => Err(Error::Empty),
         }
+    }
+
+    /// Moves to the next queued block, and wakes the refill task to weigh a refill: blocks are
+    /// queued in pieces (`cache::PIECE`), so a fast taker has it weighed every piece rather
+    /// than only each tick, when a tick's use may exceed what the cache holds above its mark.
+    fn advance(&self, now: Instant) -> bool {
+        let advanced = self.cache.advance(now, self.options.expiry_margin);
+        self.wake.notify_one();
+        advanced
     }
 
     /// Takes values into `out` until it holds `count`, waiting for refills while nothing is
@@ -134,9 +142,7 @@ impl Shared {
             if missing == 0 {
                 return true;
             }
-            if self.cache.take_into(missing, out, Now::At(now)) < missing
-                && !self.cache.advance(now, self.options.expiry_margin)
-            {
+            if self.cache.take_into(missing, out, Now::At(now)) < missing && !self.advance(now) {
                 return false;
             }
         }
@@ -332,6 +338,38 @@ mod tests {
         let late = last_take + Duration::from_nanos(1);
         assert_eq!(shared.cache.take_one(Now::At(late)), None);
         assert!(!shared.cache.advance(late, margin), "nothing else is held");
+    }
+
+    /// Whether the refill task was woken since last asked (a stored permit, taken here).
+    async fn woken(shared: &Shared) -> bool {
+        tokio::time::timeout(Duration::ZERO, shared.wake.notified())
+            .await
+            .is_ok()
+    }
+
+    /// A taker at 10 M/s uses more in a tick than a small cache holds above its mark: the end
+    /// of each piece of a lease has the refill weighed, not only the ticker.
+    #[tokio::test]
+    async fn each_piece_of_a_lease_a_taker_moves_to_wakes_the_refill_task() {
+        let options = Arc::new(ClientBuilder::default_options());
+        let shared = Shared::new("orders", options, Instant::now());
+        let piece = crate::cache::PIECE as i64;
+        shared.accept(
+            lease(1, 2 * piece, Duration::from_secs(600)),
+            Instant::now(),
+        );
+        assert!(!woken(&shared).await, "a lease alone wakes nothing");
+        assert_eq!(shared.try_next(), Ok(1));
+        assert!(woken(&shared).await, "the first piece");
+        for expected in 2..=piece {
+            assert_eq!(shared.try_next(), Ok(expected));
+        }
+        assert!(
+            !woken(&shared).await,
+            "takes inside a piece stay on the fast path"
+        );
+        assert_eq!(shared.try_next(), Ok(piece + 1));
+        assert!(woken(&shared).await, "the second piece");
     }
 
     #[test]

@@ -5,6 +5,10 @@ use seqvend_blocks::RefillRule;
 
 /// Most values one instance may hold per sequence: also the most one lease draws.
 pub const MAX_CACHE_SIZE: u64 = 100_000;
+/// Most values one block lease may ask for (`POST …/leases?count=N`): a lease is drawn as
+/// runs in constant time, so its size costs nothing but where its block is declined, and
+/// there the value-by-value draw stops at 100,000 (migration 20261126130000).
+pub const MAX_LEASE_COUNT: u64 = 10_000_000;
 /// Longest buffer a policy may ask for.
 pub const MAX_BUFFER_SECONDS: u64 = 3600;
 /// Buffer when none is given: half a minute of use, enough to ride out a PostgreSQL restart

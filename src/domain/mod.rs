@@ -10,7 +10,7 @@ mod usage;
 
 pub use alerts::{AlertKind, AlertThresholds, AlertsError, Crossing};
 pub use bounds::{Increment, RangeBounds, RangeError, SequenceSpec};
-pub use cache_policy::{CachePolicy, CachePolicyError, MAX_CACHE_SIZE};
+pub use cache_policy::{CachePolicy, CachePolicyError, MAX_CACHE_SIZE, MAX_LEASE_COUNT};
 pub use counter_key::{CounterKey, KeyError, MAX_KEY_BYTES};
 pub use name::{NameError, SequenceName};
 pub use range_state::{RangeState, RangeStatus, SequenceStatus};

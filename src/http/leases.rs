@@ -10,7 +10,7 @@ use super::access::require_on_sequence;
 use super::error::{ApiError, ErrorBody};
 use super::idempotent::{replayed, replayed_error, KeyedCaller};
 use crate::auth::Verb;
-use crate::domain::{SequenceName, MAX_CACHE_SIZE};
+use crate::domain::{SequenceName, MAX_LEASE_COUNT};
 use crate::registry::{CacheView, Known};
 use crate::service::{BlockLeaseAsk, LeaseRefused, Service};
 use seqvend_blocks::Block;
@@ -19,8 +19,9 @@ use seqvend_blocks::Block;
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct LeaseQuery {
-    /// Values to lease, 1–100000.
-    #[param(minimum = 1, maximum = 100000)]
+    /// Values to lease, 1–10000000. Fewer may come back without `exhausted` (at most 100,000
+    /// when the sequence's block could not be drawn at once): lease again for the rest.
+    #[param(minimum = 1, maximum = 10000000)]
     count: u64,
 }
 
@@ -82,9 +83,9 @@ pub async fn lease(
     query: web::Query<LeaseQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let name = SequenceName::parse(&name)?;
-    if !(1..=MAX_CACHE_SIZE).contains(&query.count) {
+    if !(1..=MAX_LEASE_COUNT).contains(&query.count) {
         return Err(ApiError::InvalidRequest(format!(
-            "`count` must be between 1 and {MAX_CACHE_SIZE}"
+            "`count` must be between 1 and {MAX_LEASE_COUNT}"
         )));
     }
     let caller = &keyed_caller.caller;

@@ -24,7 +24,7 @@ macro_rules! lease_sql {
     ($from:literal) => {
         concat!(
             "SELECT outcome, runs_first, runs_last, detail, lease_id, \
-             (extract(epoch FROM expires_at) * 1000)::int8 AS expires_ms, increment ",
+             (extract(epoch FROM expires_at) * 1000)::int8 AS expires_ms, increment, ran_out ",
             $from
         )
     };
@@ -75,7 +75,8 @@ pub struct Lease {
     /// By this instance's clock, before the statement left: the lease ends no later than
     /// `sent_at + ttl`, whatever the clocks say.
     pub sent_at: Instant,
-    /// Fewer values than asked: the sequence ran out.
+    /// Fewer values than asked because the sequence ran out (a lease whose block was declined
+    /// may come back short without: see migration 20261126130000).
     pub clipped: bool,
 }
 
@@ -257,7 +258,9 @@ fn granted(
         expires_at: DateTime::from_timestamp_millis(expires_ms)
             .context("lease expiry out of range")?,
         sent_at,
-        clipped: count < u64::from(ask.count),
+        clipped: row
+            .get::<_, Option<bool>>(7)
+            .unwrap_or(count < u64::from(ask.count)),
     }))
 }
 
