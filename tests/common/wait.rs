@@ -1,6 +1,6 @@
 //! The one way a test waits: on a condition, polled, with a deadline (never a sleep as
-//! synchronisation); and the condition most tests wait on in PostgreSQL, a session blocked
-//! where the test meant it to be.
+//! synchronisation), or on a step, with a deadline that names it; and the condition most
+//! tests wait on in PostgreSQL, a session blocked where the test meant it to be.
 
 use std::future::Future;
 use std::time::{Duration, Instant};
@@ -31,6 +31,22 @@ where
         }
         assert!(Instant::now() < deadline, "gave up waiting: {what}");
         tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Awaits `step` for at most `patience`, then fails naming `what`: a step that never ends
+/// fails its test, saying which step, instead of hanging the suite until CI's own limit.
+/// Half-way it says on stderr that it still waits, for whoever watches a run live.
+pub async fn within<T>(patience: Duration, what: &str, step: impl Future<Output = T>) -> T {
+    let mut step = std::pin::pin!(step);
+    let half = patience / 2;
+    if let Ok(done) = tokio::time::timeout(half, &mut step).await {
+        return done;
+    }
+    eprintln!("still waiting after {half:?}: {what}");
+    match tokio::time::timeout(patience - half, step).await {
+        Ok(done) => done,
+        Err(_) => panic!("gave up after {patience:?}: {what}"),
     }
 }
 
