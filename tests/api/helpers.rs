@@ -40,6 +40,11 @@ const STOP_PATIENCE: Duration = Duration::from_secs(90);
 /// request to make (some hold one on a lock or a synchronous standby for up to 60 s).
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(180);
 
+/// How long the harness's client reuses an idle connection: well within the 5 s after which
+/// actix closes one (its default keep-alive). A request sent on a connection just as the
+/// server closes it fails (`IncompleteMessage`), which a loaded machine made happen.
+const IDLE_CONNECTION_REUSE: Duration = Duration::from_secs(2);
+
 /// The cluster most tests share; each test gets its own database in it.
 fn shared_cluster() -> &'static LocalCluster {
     static CLUSTER: OnceLock<LocalCluster> = OnceLock::new();
@@ -193,6 +198,7 @@ pub async fn spawn_app_with_clock(db: &TestDb, settings: Settings, clock: Clock)
     let running = tokio::spawn(app.run_until_stopped());
     let http = reqwest::Client::builder()
         .pool_max_idle_per_host(64)
+        .pool_idle_timeout(IDLE_CONNECTION_REUSE)
         .timeout(REQUEST_TIMEOUT)
         .build()
         .unwrap();
