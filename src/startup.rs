@@ -1,8 +1,13 @@
 //! Building and running the application: pools, migrations, the vend engine and the HTTP
 //! server. `main` and the tests both start seqvend through `Application::build`.
 
+use std::future::Future;
 use std::net::TcpListener;
 use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use tracing::Instrument;
 
 use crate::auth::{TokenChanges, TokenStore, Tokens};
 use crate::cache::{self, InstanceCache};
@@ -172,9 +177,15 @@ async fn connect(
     database_url: &str,
     settings: &Settings,
 ) -> anyhow::Result<(Registry, db::VendPool)> {
-    let (registry, vend_pool) = db::connect(database_url, &settings.database).await?;
+    let database = &settings.database;
+    // Connecting waits up to `startup_patience` for the database by itself; the bound adds a
+    // last attempt and the checks after it.
+    let reach = database.startup_patience + 2 * database.connect_timeout;
+    let pools = step("connecting", reach, db::connect(database_url, database));
+    let (registry, vend_pool) = pools.await?;
     #[allow(clippy::disallowed_methods)] // Migrations: what the session pool is for.
-    migrate::run(registry.session_pool()).await?;
+    let migrated = migrate::run(registry.session_pool());
+    step("migrating", database.startup_patience, migrated).await?;
     Ok((registry, vend_pool))
 }
 
@@ -227,14 +238,43 @@ async fn start_snowflake(
     clock: Clock,
 ) -> anyhow::Result<(Arc<Snowflake>, tokio::task::JoinHandle<()>)> {
     let ids = &settings.ids;
-    ids::worker_lease::fix_layout(registry, ids.layout).await?;
+    let patience = settings.database.startup_patience;
+    let layout = async { Ok(ids::worker_lease::fix_layout(registry, ids.layout).await?) };
+    step("fixing the Snowflake layout", patience, layout).await?;
     let snowflake = Arc::new(Snowflake::new(
         ids.layout,
         clock,
         ids.clock_step_tolerance,
         metrics.clone(),
     ));
-    ids::keep_lease(registry, &snowflake, ids).await;
+    let first_lease = async {
+        ids::keep_lease(registry, &snowflake, ids).await;
+        Ok(())
+    };
+    if let Err(err) = step("taking a worker id", patience, first_lease).await {
+        // As when none is free: the renewer takes one, and Snowflake requests answer 503
+        // until it does.
+        tracing::warn!(error = %format!("{err:#}"), "starting without a worker id");
+    }
     let renewer = ids::spawn_renewer(registry.clone(), snowflake.clone(), ids.clone());
     Ok((snowflake, renewer))
+}
+
+/// Runs one startup step for at most `patience`, naming it in the error. A step that waits on
+/// something that never comes (a connection that never answers, a lock a vanished session
+/// holds) then fails startup with its name, instead of leaving an instance that has bound
+/// nothing and says nothing waiting forever.
+async fn step<T>(
+    name: &'static str,
+    patience: Duration,
+    work: impl Future<Output = anyhow::Result<T>>,
+) -> anyhow::Result<T> {
+    let bounded = tokio::time::timeout(patience, work);
+    match bounded
+        .instrument(tracing::info_span!("startup", step = name))
+        .await
+    {
+        Ok(done) => done.context(name),
+        Err(_) => Err(anyhow::anyhow!("{name}: no answer within {patience:?}")),
+    }
 }

@@ -24,9 +24,26 @@ pub use crate::common::scratch::scratch_dir;
 pub use crate::common::values::{increasing, stderr, worker_of};
 pub use crate::common::wait::{
     eventually, eventually_some, sessions_blocked, until_blocked,
-    until_retirement_waits_then_commit, Blocked,
+    until_retirement_waits_then_commit, within, Blocked,
 };
 pub use crate::common::{ADMIN_TOKEN, VEND_TOKEN};
+
+/// The longest a test waits for an instance to start: beyond the bounds `Application::build`
+/// gives each of its steps, so that a step that does not end fails naming itself.
+const STARTUP_PATIENCE: Duration = Duration::from_secs(180);
+
+/// The longest a test waits for an instance to stop: a graceful stop lets the requests in
+/// flight finish (actix gives them 30 s), then hands back what the instance holds (5 s).
+const STOP_PATIENCE: Duration = Duration::from_secs(90);
+
+/// The longest a request of the harness's client may take: beyond any wait a test means a
+/// request to make (some hold one on a lock or a synchronous standby for up to 60 s).
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(180);
+
+/// How long the harness's client reuses an idle connection: well within the 5 s after which
+/// actix closes one (its default keep-alive). A request sent on a connection just as the
+/// server closes it fails (`IncompleteMessage`), which a loaded machine made happen.
+const IDLE_CONNECTION_REUSE: Duration = Duration::from_secs(2);
 
 /// The cluster most tests share; each test gets its own database in it.
 fn shared_cluster() -> &'static LocalCluster {
@@ -101,7 +118,8 @@ pub struct TestDb {
 impl TestDb {
     pub async fn create(cluster: &LocalCluster) -> Self {
         let name = format!("t_{}", uuid::Uuid::new_v4().simple());
-        seqvend::local_pg::ensure_database(cluster, &name)
+        let create = seqvend::local_pg::ensure_database(cluster, &name);
+        within(STARTUP_PATIENCE, "creating the test's database", create)
             .await
             .expect("database created");
         Self {
@@ -167,7 +185,8 @@ pub async fn spawn_app_on(db: &TestDb, settings: Settings) -> TestApp {
 /// An instance whose ids are stamped by `clock`, which the test may step.
 pub async fn spawn_app_with_clock(db: &TestDb, settings: Settings, clock: Clock) -> TestApp {
     init_logging();
-    let app = Application::build_with_clock(&settings, &db.url, clock)
+    let build = Application::build_with_clock(&settings, &db.url, clock);
+    let app = within(STARTUP_PATIENCE, "building the application", build)
         .await
         .expect("application built");
     let address = format!("http://127.0.0.1:{}", app.port());
@@ -179,6 +198,8 @@ pub async fn spawn_app_with_clock(db: &TestDb, settings: Settings, clock: Clock)
     let running = tokio::spawn(app.run_until_stopped());
     let http = reqwest::Client::builder()
         .pool_max_idle_per_host(64)
+        .pool_idle_timeout(IDLE_CONNECTION_REUSE)
+        .timeout(REQUEST_TIMEOUT)
         .build()
         .unwrap();
     TestApp {
@@ -241,20 +262,33 @@ impl TestApp {
     /// Stops serving, the way SIGTERM does: what the instance holds (its worker id, its cached
     /// leases) is handed back after the server stops; `stopped` waits for that too.
     pub async fn stop(&self) {
-        self.handle.stop(false).await;
+        within(
+            STOP_PATIENCE,
+            "stopping the server",
+            self.handle.stop(false),
+        )
+        .await;
     }
 
     /// Stops serving and waits until the instance has handed back what it holds.
     pub async fn stopped(mut self) {
-        self.handle.stop(false).await;
-        (&mut self.running).await.expect("ran").expect("served");
+        self.stop().await;
+        let handed_back = &mut self.running;
+        let what = "the stopped instance handing back what it holds";
+        within(STOP_PATIENCE, what, handed_back)
+            .await
+            .expect("ran")
+            .expect("served");
     }
 
     /// Vanishes the way a killed process does: stops serving without handing back anything
-    /// it holds (its worker id and cached leases are left to expire).
+    /// it holds (its worker id and cached leases are left to expire). Returns once the
+    /// instance is gone: its listener closed, its background tasks ended.
     pub async fn abandon(&self) {
         self.running.abort();
-        self.handle.stop(false).await;
+        self.stop().await;
+        let what = "the abandoned instance's task ending";
+        eventually(STOP_PATIENCE, what, || async { self.running.is_finished() }).await;
     }
 
     pub async fn request(

@@ -34,6 +34,7 @@ mod restore;
 mod running_out;
 mod sequences;
 mod serve;
+mod startup;
 mod tenancy;
 mod tls;
 mod tokens;

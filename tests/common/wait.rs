@@ -1,8 +1,9 @@
 //! The one way a test waits: on a condition, polled, with a deadline (never a sleep as
-//! synchronisation); and the condition most tests wait on in PostgreSQL, a session blocked
-//! where the test meant it to be.
+//! synchronisation), or on a step, with a deadline that names it; and the condition most
+//! tests wait on in PostgreSQL, a session blocked where the test meant it to be.
 
 use std::future::Future;
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 /// Waits for `check` to hold, polling, for at most `patience`.
@@ -31,6 +32,52 @@ where
         }
         assert!(Instant::now() < deadline, "gave up waiting: {what}");
         tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Awaits `step` for at most `patience`, then fails naming `what`: a step that never ends
+/// fails its test, saying which step, instead of hanging the suite until CI's own limit.
+/// Half-way it says on stderr that it still waits, for whoever watches a run live.
+pub async fn within<T>(patience: Duration, what: &str, step: impl Future<Output = T>) -> T {
+    let _backstop = Backstop::arm(patience + BACKSTOP_GRACE, what);
+    let mut step = std::pin::pin!(step);
+    let half = patience / 2;
+    if let Ok(done) = tokio::time::timeout(half, &mut step).await {
+        return done;
+    }
+    eprintln!("still waiting after {half:?}: {what}");
+    match tokio::time::timeout(patience - half, step).await {
+        Ok(done) => done,
+        Err(_) => panic!("gave up after {patience:?}: {what}"),
+    }
+}
+
+/// How long after a step's deadline its backstop ends the process: the runtime's timer fires
+/// late on a loaded machine, but never by this much.
+const BACKSTOP_GRACE: Duration = Duration::from_secs(60);
+
+/// Ends the test binary, naming the step, unless dropped within its limit: the backstop for a
+/// runtime so stuck (every worker thread blocked) that its own timers, and so `within`'s
+/// deadline, never fire. Watched from a thread of its own, outside the runtime.
+struct Backstop {
+    _disarmed_when_dropped: mpsc::Sender<()>,
+}
+
+impl Backstop {
+    fn arm(limit: Duration, what: &str) -> Self {
+        let (done, dropped) = mpsc::channel();
+        let what = what.to_owned();
+        std::thread::spawn(move || {
+            if dropped.recv_timeout(limit) == Err(RecvTimeoutError::Timeout) {
+                // Straight to stderr: libtest's capture of `eprintln!` dies with the process.
+                let says = format!("the test runtime is stuck (its timers do not fire): {what}\n");
+                let _ = std::io::Write::write_all(&mut std::io::stderr(), says.as_bytes());
+                std::process::abort();
+            }
+        });
+        Self {
+            _disarmed_when_dropped: done,
+        }
     }
 }
 
