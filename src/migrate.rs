@@ -20,6 +20,12 @@ const MIGRATION_LOCK: i64 = 0x5356_4d47;
 
 pub async fn run(pool: &PgPool) -> anyhow::Result<()> {
     let mut conn = pool.acquire().await.context("connecting to migrate")?;
+    // The operator's statement timeout is for serving, not for waiting on another instance's
+    // migration or for building a schema (`SEQVEND_STATEMENT_TIMEOUT_MS` of a few hundred
+    // milliseconds would fail every start); startup's own patience bounds this step.
+    sqlx::raw_sql("SET statement_timeout = 0")
+        .execute(&mut *conn)
+        .await?;
     sqlx::query!("SELECT pg_advisory_lock($1)", MIGRATION_LOCK)
         .execute(&mut *conn)
         .await?;
@@ -31,9 +37,13 @@ pub async fn run(pool: &PgPool) -> anyhow::Result<()> {
         anyhow::Ok(())
     }
     .await;
-    // Unlock whatever happened: the connection goes back to the pool.
+    // Unlock whatever happened: the connection goes back to the pool, with the session's
+    // own statement timeout again.
     sqlx::query_scalar!("SELECT pg_advisory_unlock($1)", MIGRATION_LOCK)
         .fetch_one(&mut *conn)
+        .await?;
+    sqlx::raw_sql("RESET statement_timeout")
+        .execute(&mut *conn)
         .await?;
     migrated.context("applying database migrations")
 }

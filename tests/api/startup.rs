@@ -60,3 +60,32 @@ async fn a_startup_step_that_gets_no_answer_fails_naming_the_step_within_the_sta
         .snowflake_ids(1)
         .await;
 }
+
+/// Migrating a fresh database takes far longer than a statement timeout meant for serving;
+/// the operator's timeout must not stop the migrations (it bounds the statements served
+/// after them, which at 1 ms may well fail the start at a later step: that is not under test).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_statement_timeout_shorter_than_the_migrations_does_not_stop_them() {
+    let db = TestDb::shared().await;
+    let mut settings = test_settings();
+    settings.database.statement_timeout = Duration::from_millis(1);
+    let build = Application::build(&settings, &db.url);
+    let started = within(
+        Duration::from_secs(180),
+        "a start with a 1 ms statement timeout",
+        build,
+    )
+    .await;
+    if let Err(err) = &started {
+        let err = format!("{err:#}");
+        assert!(!err.starts_with("migrating"), "{err}");
+    }
+    drop(started);
+    let dba = db.connect().await;
+    let applied: i64 = dba
+        .query_one("SELECT count(*) FROM seqvend._sqlx_migrations", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(applied as usize, seqvend::migrate::MIGRATOR.iter().count());
+}
