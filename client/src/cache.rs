@@ -16,7 +16,6 @@ use seqvend_blocks::Block;
 use crate::active::ActiveBlock;
 use crate::clock::Now;
 
-/// A block as leased: its values may be handed out until `deadline`.
 /// Leases are queued in pieces of at most this many values. The end of a piece is where a
 /// taker leaves the fast path, and that wakes the refill task (`Shared::advance`): a refill
 /// is thus weighed at least every `PIECE` values taken, however large the leases. The ticker
@@ -24,6 +23,7 @@ use crate::clock::Now;
 /// above its mark. A piece costs one lock and one pointer swap, under 1 ns per value.
 pub(crate) const PIECE: u64 = 1 << 16;
 
+/// A block as leased: its values may be handed out until `deadline`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Leased {
     pub block: Block,
