@@ -82,17 +82,35 @@ async fn impatient(db: &TestDb, limit: &str) -> tokio_postgres::Client {
 /// one sequence while another rewinds it to its start in a loop.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_rewind_landing_inside_a_batch_never_lets_a_value_out_twice() {
+    vend_while_rewinding(&["hot"]).await;
+}
+
+/// The batch's one attempt stops at a rewind landing inside it and is undone for every sequence
+/// of the batch, which then take the per-sequence path: none of them hands a value out twice,
+/// the sequence nobody rewinds included.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rewind_inside_a_batch_of_several_sequences_never_lets_a_value_out_twice() {
+    vend_while_rewinding(&["calm", "hot"]).await;
+}
+
+/// Vends batches of 1–64 values of each of `names` (one statement for them all, several
+/// sessions) while another session rewinds the last of them to its start in a loop; fails on a
+/// value out twice or outside the range.
+async fn vend_while_rewinding(names: &'static [&'static str]) {
     const START: i64 = 1;
     const MAX: i64 = 1_000_000_000;
     const BUDGET: Duration = Duration::from_secs(8);
     let db = TestDb::shared().await;
     let app = spawn_app_on(&db, test_settings()).await;
-    app.create_ok("hot", START, MAX).await;
-    let (_, sequence) = active_range(&db.connect().await, "hot").await;
+    for name in names {
+        app.create_ok(name, START, MAX).await;
+    }
+    let rewound = names[names.len() - 1];
+    let (_, sequence) = active_range(&db.connect().await, rewound).await;
 
     let stop = Arc::new(AtomicBool::new(false));
-    let seen = Arc::new(Mutex::new(HashSet::<i64>::new()));
-    let twice = Arc::new(Mutex::new(Vec::<i64>::new()));
+    let seen = Arc::new(Mutex::new(HashSet::<(String, i64)>::new()));
+    let twice = Arc::new(Mutex::new(Vec::<(String, i64)>::new()));
     let rewinder = {
         let (client, stop) = (db.connect().await, stop.clone());
         tokio::spawn(async move {
@@ -123,16 +141,20 @@ async fn a_rewind_landing_inside_a_batch_never_lets_a_value_out_twice() {
         let (stop, seen, twice) = (stop.clone(), seen.clone(), twice.clone());
         vendors.push(tokio::spawn(async move {
             while !stop.load(Ordering::Relaxed) {
-                let count = rand::thread_rng().gen_range(1..=64);
-                let answer = vend(&client, &[("hot", count)]).await.remove(0);
-                assert_eq!(answer.outcome, "ok", "{answer:?}");
-                let values = answer.values.unwrap();
-                assert!(values.iter().all(|v| (START..=MAX).contains(v)));
-                let mut seen = seen.lock().unwrap();
-                for v in values {
-                    if !seen.insert(v) {
-                        twice.lock().unwrap().push(v);
-                        stop.store(true, Ordering::Relaxed);
+                let asks: Vec<(&str, i32)> = names
+                    .iter()
+                    .map(|&name| (name, rand::thread_rng().gen_range(1..=64)))
+                    .collect();
+                for answer in vend(&client, &asks).await {
+                    assert_eq!(answer.outcome, "ok", "{answer:?}");
+                    let values = answer.values.unwrap();
+                    assert!(values.iter().all(|v| (START..=MAX).contains(v)));
+                    let mut seen = seen.lock().unwrap();
+                    for v in values {
+                        if !seen.insert((answer.name.clone(), v)) {
+                            twice.lock().unwrap().push((answer.name.clone(), v));
+                            stop.store(true, Ordering::Relaxed);
+                        }
                     }
                 }
             }
@@ -261,6 +283,47 @@ async fn a_lock_left_on_one_sequence_fails_only_that_sequence_of_the_batch_and_s
         );
         assert_eq!(answers[1].outcome, "ok", "{}: {answers:?}", lock.what);
     }
+}
+
+/// A registry row a DBA holds on a sequence whose draw is the common case (room to spare, a
+/// few values): the batch's one attempt draws for all three, the mark of the held one cannot be
+/// written, and only that sequence goes without; the others get their values, none burned.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_range_row_held_in_the_common_case_costs_the_other_sequences_nothing() {
+    let db = TestDb::shared().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    let client = impatient(&db, "5s").await;
+    for name in ["x", "y", "z"] {
+        app.create_ok(name, 1, 1_000_000).await;
+        // Drawn once: a sequence never drawn from takes the per-sequence path.
+        assert_eq!(app.next_value(name).await, 1);
+    }
+    let (range, _) = active_range(&client, "y").await;
+    let dba = db.connect().await;
+    dba.batch_execute(&format!(
+        "BEGIN; SELECT 1 FROM seqvend.ranges WHERE id = {range} FOR UPDATE"
+    ))
+    .await
+    .unwrap();
+
+    let asks = [("x", 2), ("y", 2), ("z", 2)];
+    let outcomes = |answers: Vec<Answer>| -> Vec<(String, Option<Vec<i64>>)> {
+        answers.into_iter().map(|a| (a.outcome, a.values)).collect()
+    };
+    let held = outcomes(vend(&client, &asks).await);
+    assert_eq!(
+        held,
+        [
+            ("ok".to_owned(), Some(vec![2, 3])),
+            ("unavailable".to_owned(), None),
+            ("ok".to_owned(), Some(vec![2, 3])),
+        ]
+    );
+    dba.batch_execute("ROLLBACK").await.unwrap();
+    let released = outcomes(vend(&client, &asks).await);
+    assert_eq!(released[0].1, Some(vec![4, 5]));
+    assert_eq!(released[2].1, Some(vec![4, 5]));
+    assert_eq!(released[1].0, "ok", "{released:?}");
 }
 
 /// Over HTTP: the held sequence answers 503 `unavailable` with `Retry-After` within about a
