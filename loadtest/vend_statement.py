@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""The vend statement for small batches, measured in the database: writes the "vend-statement"
+section of docs/performance.md. Started by loadtest/vend_statement.sh.
+
+The same private cluster and the same two databases as loadtest/blocks.py (`before`, migrated as
+the baseline commit left the schema, and `after`, migrated from this checkout), with 32
+sequences. pgbench sends what a lane sends under load (one request; 32 requests on one
+sequence; 32 requests on 32 sequences), prepared as seqvend prepares it, on one connection,
+before and after interleaved, each figure the median of the rounds' averages. Run twice: with
+each transaction committed (what seqvend pays, the WAL flush included) and rolled back (the
+statement's own work, without the flush, which is most of the noise on a shared disk).
+"""
+
+import datetime
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from blocks import BIN, Cluster, baseline_migrations, current_migrations, migrate, spread
+from run import commit, log, machine, write_section
+
+ROUNDS = int(os.environ.get("VEND_ROUNDS", "5"))
+SECONDS = int(os.environ.get("VEND_SECONDS", "4"))
+SEQUENCES = 32
+
+# 32 more sequences beside blocks.py's `big`, each with its range, each drawn once (a sequence
+# never drawn from has no last value: its first draw is not the common case).
+MORE = f"""
+INSERT INTO seqvend.sequences (name, namespace, increment)
+SELECT 's' || i, 's' || i, 1 FROM generate_series(1, {SEQUENCES}) AS i;
+SELECT format('CREATE SEQUENCE seqvend_ranges.r_%s AS bigint MINVALUE 1 MAXVALUE %s', i,
+              9000000000000000000) FROM generate_series(1, {SEQUENCES}) AS i \\gexec
+INSERT INTO seqvend.ranges (id, sequence_id, namespace, min_value, max_value, start_value,
+                            status, pg_sequence)
+SELECT 100 + i, s.id, s.namespace, 1, 9000000000000000000, 1, 'active',
+       format('seqvend_ranges.r_%s', i)::regclass
+  FROM generate_series(1, {SEQUENCES}) AS i JOIN seqvend.sequences s ON s.name = 's' || i;
+SELECT * FROM seqvend.vend(ARRAY(SELECT 's' || i FROM generate_series(1, {SEQUENCES}) AS i),
+                           array_fill(1, ARRAY[{SEQUENCES}]));
+SELECT * FROM seqvend.vend('{{big}}', '{{1}}');
+ANALYZE;
+"""
+
+STATEMENTS = [
+    ("one request", "SELECT * FROM seqvend.vend('{big}', '{1}');"),
+    (f"{SEQUENCES} requests on one sequence",
+     f"SELECT * FROM seqvend.vend(array_fill('big'::text, ARRAY[{SEQUENCES}]), "
+     f"array_fill(1, ARRAY[{SEQUENCES}]));"),
+    (f"{SEQUENCES} requests on {SEQUENCES} sequences",
+     f"SELECT * FROM seqvend.vend(ARRAY(SELECT 's' || i FROM generate_series(1, {SEQUENCES}) AS i), "
+     f"array_fill(1, ARRAY[{SEQUENCES}]));"),
+]
+
+
+def pgbench(cluster, db, sql):
+    """Average latency (ms) of `sql`, prepared, one connection."""
+    script = cluster.root / "vend.sql"
+    script.write_text(sql + "\n")
+    done = subprocess.run([str(BIN / "pgbench"), "-n", "-M", "prepared", "-c",
+                           "1", "-T", str(SECONDS), "-f", str(script)]
+                          + cluster.args(db)[:-2] + [db], capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"pgbench failed on {db}: {done.stderr}")
+    return float(done.stdout.split("latency average = ")[1].split()[0])
+
+
+def rows(cluster):
+    out = []
+    for label, sql in STATEMENTS:
+        for ending in ("COMMIT", "ROLLBACK"):
+            script = f"BEGIN;\n{sql}\n{ending};"
+            runs = {"before": [], "after": []}
+            for _ in range(ROUNDS):
+                for db in ("before", "after"):
+                    runs[db].append(pgbench(cluster, db, script))
+            ratio = [b / a for b, a in zip(runs["before"], runs["after"])]
+            row = [label, "committed" if ending == "COMMIT" else "rolled back",
+                   spread(runs["before"]), spread(runs["after"]),
+                   f"{statistics.median(ratio):,.2f}×"]
+            out.append(row)
+            log(f"{label}, {ending}: {row}")
+    return out
+
+
+def main():
+    baseline = subprocess.run(["git", "rev-parse", "--short", sys.argv[1]], capture_output=True,
+                              text=True, check=True).stdout.strip()
+    started = datetime.datetime.now(datetime.timezone.utc)
+    root = Path(tempfile.mkdtemp(prefix="seqvend-vend-statement-"))
+    os.chmod(root, 0o755)
+    cluster = Cluster(root)
+    try:
+        for db, migrations in (("before", baseline_migrations(baseline)),
+                               ("after", current_migrations())):
+            migrate(cluster, db, migrations)
+            cluster.psql(db, MORE)
+        table = rows(cluster)
+    finally:
+        cluster.stop()
+        subprocess.run(["rm", "-rf", str(root)])
+    lines = [
+        f"- Date: {started:%Y-%m-%d}; commit {commit()} against {baseline}; {machine()}; "
+        f"PostgreSQL {BIN.parent.name}",
+        f"- Rerun with `loadtest/vend_statement.sh {baseline}`. pgbench, prepared, one "
+        f"connection, {SECONDS} s per run, {ROUNDS} rounds with before and after interleaved; "
+        "each figure the median of the rounds' average latency (min–max in brackets).",
+        "",
+        "| batch | transaction | before, ms | after, ms | before / after |",
+        "|---|---|---|---|---|",
+    ]
+    lines += ["| " + " | ".join(r) + " |" for r in table]
+    text = "\n".join(lines)
+    write_section("vend-statement", text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
