@@ -2,9 +2,8 @@
 """Every row of the speed table, this build beside a baseline build in the same run: writes the
 "speed" section of loadtest/RESULTS.md. Started by loadtest/speed.sh, which builds both.
 
-Both builds run at once, each with its own private PostgreSQL on its own port; each is paused
-(SIGSTOP) while the other is measured: an idle instance still reads every sequence every 10 s
-for its usage gauges, which would count against the build measured. Every measurement runs ROUNDS (3) times per build, the builds
+Both builds run at once, each with its own private PostgreSQL on its own port; each is idle
+while the other is measured. Every measurement runs ROUNDS (3) times per build, the builds
 taking turns (A B, B A, A B), and each row is the median over the rounds of a figure taken
 beside its own baseline in the same round (strict vends ÷ the no-op route measured just
 before them, on the same build): the machine may be shared, so the spread of the rounds and
@@ -20,13 +19,11 @@ import json
 import math
 import os
 import shutil
-import signal
 import statistics
 import sys
 import tempfile
 import time
 import traceback
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -233,19 +230,6 @@ def try_step(build, name, step):
         return None
 
 
-@contextmanager
-def alone(build, builds):
-    """Pauses every other build's seqvend while `build` is measured (see the module's doc)."""
-    others = [b for b in builds if b is not build and b.server is not None]
-    for other in others:
-        os.kill(other.server.process.pid, signal.SIGSTOP)
-    try:
-        yield
-    finally:
-        for other in others:
-            os.kill(other.server.process.pid, signal.SIGCONT)
-
-
 def measure(builds, load):
     """Each measurement's setup on every build, then its ROUNDS rounds, the builds taking
     turns (A B, B A, ...)."""
@@ -261,8 +245,7 @@ def measure(builds, load):
                 log(f"{name}, round {round_ + 1} of {ROUNDS}: {build.label} "
                     f"({minutes(load.started):.1f} min in)")
                 load.sample()
-                with alone(build, builds):
-                    figures = try_step(build, name, step)
+                figures = try_step(build, name, step)
                 if figures is not None:
                     build.rounds.setdefault(name, []).append(figures)
                     log(f"  {figures}")
@@ -406,8 +389,8 @@ def section(builds, load, started):
         f"- This build: commit {this.commit}, {against}",
         f"- Load average (1 min): {load.text()}. The rounds' spread ((max − min) ÷ median of a "
         f"row's figure) was {typical:.0%} typically and {largest:.0%} at most: {load.verdict(largest)}.",
-        f"- Method: both builds run at once, each with its own private PostgreSQL, one paused "
-        f"(SIGSTOP: no usage rounds) while the other is measured; {ROUNDS} round(s) of every measurement, the builds taking turns "
+        f"- Method: both builds run at once, each with its own private PostgreSQL, one idle while "
+        f"the other is measured; {ROUNDS} round(s) of every measurement, the builds taking turns "
         f"(A B, B A, …); each figure the median over the rounds (a ratio, where the row is one, "
         f"taken within one round and one build; min–max of the rounds in brackets). wrk -t1 -c64 for {SECONDS} s "
         f"unless the row says otherwise; k6 runs of {K6_SECONDS} s.",
