@@ -309,6 +309,7 @@ $$;
 
 CREATE FUNCTION seqvend.draw_counters(p_families text[], p_keys text[], p_counts integer[]) RETURNS TABLE(requests integer[], outcome text, first_value bigint, taken bigint, step bigint, created boolean)
     LANGUAGE plpgsql
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 DECLARE
     asked_count bigint;
@@ -429,6 +430,7 @@ $$;
 
 CREATE FUNCTION seqvend.lease(p_name text, p_count integer, p_kind text, p_holder text, p_ttl interval) RETURNS TABLE(outcome text, runs_first bigint[], runs_last bigint[], value_count bigint, detail text, lease_id bigint, expires_at timestamp with time zone, increment bigint, ran_out boolean)
     LANGUAGE plpgsql
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 DECLARE
     drawn    record;
@@ -550,6 +552,7 @@ $$;
 
 CREATE FUNCTION seqvend.lease_keyed(p_name text, p_count integer, p_kind text, p_holder text, p_ttl interval, p_owner text, p_key text, p_request text, p_key_ttl interval) RETURNS TABLE(outcome text, runs_first bigint[], runs_last bigint[], value_count bigint, detail text, lease_id bigint, expires_at timestamp with time zone, increment bigint, ran_out boolean)
     LANGUAGE plpgsql
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 DECLARE
     known record;
@@ -611,9 +614,11 @@ $$;
 --
 
 CREATE FUNCTION seqvend.lease_runs(p_vals bigint[], p_increment bigint, OUT runs_first bigint[], OUT runs_last bigint[]) RETURNS record
-    LANGUAGE sql IMMUTABLE
+    LANGUAGE plpgsql IMMUTABLE
     AS $$
+BEGIN
     SELECT array_agg(r.first ORDER BY r.run), array_agg(r.last ORDER BY r.run)
+      INTO runs_first, runs_last
       FROM (SELECT b.run,
                    (array_agg(b.v ORDER BY b.n))[1] AS first,
                    (array_agg(b.v ORDER BY b.n DESC))[1] AS last
@@ -622,7 +627,8 @@ CREATE FUNCTION seqvend.lease_runs(p_vals bigint[], p_increment bigint, OUT runs
                                    CASE WHEN u.v::numeric - lag(u.v) OVER (ORDER BY u.n)
                                              = p_increment THEN 0 ELSE 1 END AS starts
                               FROM unnest(p_vals) WITH ORDINALITY AS u(v, n)) AS a) AS b
-             GROUP BY b.run) AS r
+             GROUP BY b.run) AS r;
+END
 $$;
 
 --
@@ -1091,6 +1097,7 @@ $$;
 
 CREATE FUNCTION seqvend.vend(p_names text[], p_counts integer[]) RETURNS TABLE(requests integer[], outcome text, vals bigint[], detail text)
     LANGUAGE plpgsql
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 DECLARE
     batch_locked boolean := true;
@@ -1322,6 +1329,7 @@ $$;
 
 CREATE FUNCTION seqvend.vend_keyed(p_names text[], p_counts integer[], p_owners text[], p_keys text[], p_requests text[], p_ttl interval) RETURNS TABLE(requests integer[], outcome text, vals bigint[], detail text)
     LANGUAGE plpgsql
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 DECLARE
     busy     integer[];

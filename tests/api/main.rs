@@ -30,6 +30,7 @@ mod names;
 mod never_twice;
 mod observability;
 mod outage;
+mod planning;
 mod restore;
 mod running_out;
 mod sequences;
