@@ -202,8 +202,14 @@ mod tests {
         assert!(matches!(error, Error::Transport(_)), "{error:?}");
         let metrics = client.metrics();
         assert_eq!((metrics.waits, metrics.hits), (1, 0));
+        assert_eq!(metrics.refills, 0, "no lease succeeded: {metrics:?}");
         assert!(metrics.failed_calls >= 1);
-        assert_eq!(metrics.failed_calls, metrics.service_calls);
+        // Every call failed, but for the one the refill task may still have in flight (it
+        // retries in the background) when the metrics are read.
+        assert!(
+            metrics.service_calls - metrics.failed_calls <= 1,
+            "{metrics:?}"
+        );
     }
 
     #[test]
