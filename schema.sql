@@ -1099,6 +1099,37 @@ CREATE FUNCTION seqvend.vend(p_names text[], p_counts integer[]) RETURNS TABLE(r
     LANGUAGE plpgsql
     SET plan_cache_mode TO 'force_generic_plan'
     AS $$
+BEGIN
+    IF cardinality(p_names) > 0 AND p_names[1] = ALL (p_names) THEN
+        -- The settings vend_batch() would make, before any lock is asked for.
+        PERFORM set_config('synchronous_commit', 'on', true),
+                set_config('lock_timeout',
+                           coalesce(nullif(current_setting('seqvend.lock_timeout', true), ''),
+                                    '200'),
+                           true);
+        vals := seqvend.vend_one_sequence(p_names[1], p_counts);
+        IF vals IS NOT NULL THEN
+            requests := '{}';
+            FOR i IN 1 .. cardinality(p_names) LOOP
+                requests := requests || i;
+            END LOOP;
+            outcome := 'ok';
+            RETURN NEXT;
+            RETURN;
+        END IF;
+    END IF;
+    RETURN QUERY SELECT * FROM seqvend.vend_batch(p_names, p_counts);
+END
+$$;
+
+--
+-- Name: vend_batch(text[], integer[]); Type: FUNCTION; Schema: seqvend; Owner: -
+--
+
+CREATE FUNCTION seqvend.vend_batch(p_names text[], p_counts integer[]) RETURNS TABLE(requests integer[], outcome text, vals bigint[], detail text)
+    LANGUAGE plpgsql
+    SET plan_cache_mode TO 'force_generic_plan'
+    AS $$
 DECLARE
     batch_locked boolean := true;
     locked       integer[];
@@ -1400,6 +1431,101 @@ BEGIN
         VALUES (now() + p_ttl, batch.owners, batch.keys, batch.requests, batch.firsts,
                 batch.lasts, batch.vals);
     END IF;
+END
+$$;
+
+--
+-- Name: vend_one_sequence(text, integer[]); Type: FUNCTION; Schema: seqvend; Owner: -
+--
+
+CREATE FUNCTION seqvend.vend_one_sequence(p_name text, p_counts integer[]) RETURNS bigint[]
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    total    bigint := 0;
+    c        integer;
+    locked   record;
+    cur      record;
+    up       boolean;
+    last_val bigint;
+    next_val numeric;
+    mark     bigint;
+    v        bigint;
+    drawn    bigint[] := '{}';
+BEGIN
+    FOREACH c IN ARRAY p_counts LOOP
+        total := total + c;
+    END LOOP;
+    IF total > 64 OR total < 1 THEN
+        RETURN NULL;
+    END IF;
+
+    -- 1. The locks, in the general statement's order. Not granted within lock_timeout: the
+    --    general statement waits for them again, and answers for the sequence if it must.
+    BEGIN
+        SELECT s.id, r.id AS range_id,
+               pg_advisory_xact_lock_shared(1398166353, s.id),
+               pg_advisory_xact_lock(1398166087, r.id)
+          INTO locked
+          FROM seqvend.sequences s
+          JOIN seqvend.ranges r ON r.sequence_id = s.id AND r.status = 'active'
+         WHERE s.name = p_name;
+    EXCEPTION WHEN lock_not_available OR deadlock_detected THEN
+        RETURN NULL;
+    END;
+    IF locked.id IS NULL THEN
+        RETURN NULL;
+    END IF;
+
+    -- 2. The rows as they stand now that the locks are held (a new statement: a new snapshot).
+    SELECT s.status, s.increment, r.status AS range_status, r.pg_sequence, r.min_value,
+           r.max_value, r.high_water, ps.seqincrement, ps.seqmin, ps.seqmax
+      INTO cur
+      FROM seqvend.sequences s
+      JOIN seqvend.ranges r ON r.id = locked.range_id AND r.sequence_id = s.id
+      JOIN pg_catalog.pg_sequence ps ON ps.seqrelid = r.pg_sequence
+     WHERE s.id = locked.id AND s.name = p_name;
+    IF NOT FOUND OR cur.status = 'retired' OR cur.range_status <> 'active' THEN
+        RETURN NULL;
+    END IF;
+
+    -- 3. The common case, as the general statement's attempt checks it.
+    up := cur.increment > 0;
+    IF (cur.seqincrement > 0) <> up THEN
+        RETURN NULL;
+    END IF;
+    last_val := pg_sequence_last_value(cur.pg_sequence);
+    next_val := last_val::numeric + cur.seqincrement;
+    mark := cur.high_water;
+    IF last_val IS NULL OR NOT (next_val BETWEEN cur.min_value AND cur.max_value)
+       OR NOT (mark IS NULL OR CASE WHEN up THEN next_val > mark ELSE next_val < mark END)
+       OR NOT (CASE WHEN up
+                    THEN least(cur.max_value, cur.seqmax) - next_val
+                         >= total::numeric * cur.seqincrement
+                    ELSE next_val - greatest(cur.min_value, cur.seqmin)
+                         >= total::numeric * -(cur.seqincrement::numeric) END) THEN
+        RETURN NULL;
+    END IF;
+    BEGIN
+        FOR i IN 1 .. total LOOP
+            v := nextval(cur.pg_sequence);
+            IF NOT (v BETWEEN cur.min_value AND cur.max_value
+                    AND (mark IS NULL OR CASE WHEN up THEN v > mark ELSE v < mark END)) THEN
+                -- Moved back, or its bounds altered, since the look above: the general
+                -- statement repairs it and records it.
+                RETURN NULL;
+            END IF;
+            drawn := drawn || v;
+            mark := v;
+        END LOOP;
+
+        -- 4. The mark. Its row held by another session past lock_timeout: the general
+        --    statement's write_marks() decides.
+        UPDATE seqvend.ranges SET high_water = mark WHERE id = locked.range_id;
+    EXCEPTION WHEN OTHERS THEN
+        RETURN NULL;
+    END;
+    RETURN drawn;
 END
 $$;
 

@@ -183,6 +183,71 @@ async fn vend_while_rewinding(names: &'static [&'static str]) {
     );
 }
 
+/// A vend that waited for another session's locks must read the range's mark as that session
+/// committed it, not as it stood when the waiting statement began. Here the session it waits
+/// for draws five values and rewinds the sequence below them before it commits: with the mark
+/// of the waiting statement's start, four of those five would go out again.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_vend_that_waited_for_the_locks_reads_the_mark_left_by_the_session_it_waited_for() {
+    let db = TestDb::shared().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    let name = "waited-for";
+    app.create_ok(name, 1, 1_000_000).await;
+    let observer = db.connect().await;
+    let (_, sequence) = active_range(&observer, name).await;
+
+    let holder = db.connect().await;
+    holder.batch_execute("BEGIN").await.unwrap();
+    let held = vend(&holder, &[(name, 5)]).await;
+    let first_five = held[0].values.clone().unwrap();
+
+    let waiter = impatient(&db, "20s").await;
+    waiter
+        .batch_execute("SET seqvend.lock_timeout = '10000'")
+        .await
+        .unwrap();
+    let waiting = tokio::spawn(async move { vend(&waiter, &[(name, 3)]).await });
+    // The waiting statement has begun once it waits for the range's lock.
+    let started = Instant::now();
+    loop {
+        let waits: i64 = observer
+            .query_one(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        if waits > 0 {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the second vend never waited"
+        );
+        tokio::task::yield_now().await;
+    }
+    holder
+        .query_one(
+            "SELECT setval($1::text::regclass, $2)",
+            &[&sequence, &first_five[0]],
+        )
+        .await
+        .unwrap();
+    holder.batch_execute("COMMIT").await.unwrap();
+
+    let answer = waiting.await.unwrap();
+    assert_eq!(answer[0].outcome, "ok", "{answer:?}");
+    let again: Vec<i64> = (answer[0].values.clone().unwrap())
+        .into_iter()
+        .filter(|v| first_five.contains(v))
+        .collect();
+    assert!(
+        again.is_empty(),
+        "handed out twice: {again:?} (first {first_five:?}, then {answer:?})"
+    );
+}
+
 /// What a DBA can leave locked on one sequence, and how to leave it so.
 struct DbaLock {
     what: &'static str,
