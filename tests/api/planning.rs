@@ -33,6 +33,7 @@ async fn the_hot_path_is_planned_once_per_session() {
     let db = TestDb::shared().await;
     let app = spawn_app_on(&db, test_settings()).await;
     app.create_ok("labels", 1, 1_000_000).await;
+    app.create_ok("parcels", 1, 1_000_000).await;
     let family = app
         .request(
             Method::POST,
@@ -43,9 +44,13 @@ async fn the_hot_path_is_planned_once_per_session() {
         .await;
     assert_eq!(family.status, StatusCode::CREATED, "{}", family.body);
 
-    let calls: [Call; 5] = [
+    let calls: [Call; 6] = [
         ("vend", |_| {
             "SELECT * FROM seqvend.vend('{labels}', '{1}')".into()
+        }),
+        // Two sequences in one batch: served by vend_batch.
+        ("vend_batch", |_| {
+            "SELECT * FROM seqvend.vend('{labels,parcels}', '{1,1}')".into()
         }),
         ("vend_keyed", |n| {
             format!(
