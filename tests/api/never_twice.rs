@@ -391,6 +391,32 @@ async fn a_range_row_held_in_the_common_case_costs_the_other_sequences_nothing()
     assert_eq!(released[1].0, "ok", "{released:?}");
 }
 
+/// The same, with the held sequence alone in its batch (the one-sequence path): its mark cannot
+/// be written, and the statement still answers `unavailable` for it rather than failing.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_range_row_held_answers_unavailable_when_the_batch_names_only_that_sequence() {
+    let db = TestDb::shared().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    let client = impatient(&db, "5s").await;
+    app.create_ok("alone", 1, 1_000_000).await;
+    assert_eq!(app.next_value("alone").await, 1);
+    let (range, _) = active_range(&client, "alone").await;
+    let dba = db.connect().await;
+    dba.batch_execute(&format!(
+        "BEGIN; SELECT 1 FROM seqvend.ranges WHERE id = {range} FOR UPDATE"
+    ))
+    .await
+    .unwrap();
+
+    let held = vend(&client, &[("alone", 2)]).await;
+    assert_eq!(
+        (held[0].outcome.as_str(), held[0].values.as_ref()),
+        ("unavailable", None)
+    );
+    dba.batch_execute("ROLLBACK").await.unwrap();
+    assert_eq!(vend(&client, &[("alone", 2)]).await[0].outcome, "ok");
+}
+
 /// Over HTTP: the held sequence answers 503 `unavailable` with `Retry-After` within about a
 /// second, is not counted as a failed sequence, and the others keep vending meanwhile.
 #[tokio::test(flavor = "multi_thread")]
