@@ -2,9 +2,11 @@
 //! them as, a free port.
 
 use std::fs;
+use std::net::TcpListener;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use anyhow::{bail, Context};
 
@@ -67,8 +69,55 @@ pub(super) fn as_owner(mut command: Command, owner: Owner) -> Command {
     command
 }
 
-pub(super) fn free_port() -> anyhow::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port())
+/// A port for a server to listen on: free now, and outside the range the kernel draws the
+/// local ports of outgoing connections from (`ip_local_port_range`). A port the kernel hands
+/// out (bind to port 0) can be taken by any client connection between this choice and the
+/// server's bind, or before a later restart of a cluster that keeps its port. Each call tries
+/// the next port from a point that depends on the process, so that calls in one process never
+/// repeat a port and processes started together rarely meet.
+pub fn free_port() -> anyhow::Result<u16> {
+    const LOWEST: u32 = 20_000;
+    static CALLS: AtomicU32 = AtomicU32::new(0);
+    let below = outgoing_ports_start().unwrap_or(32_768);
+    if below <= LOWEST + 1_000 {
+        // No room below the outgoing range: let the kernel choose.
+        return Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port());
+    }
+    let span = below - LOWEST;
+    let start = std::process::id().wrapping_mul(7_919);
+    for _ in 0..span {
+        let offset = start.wrapping_add(CALLS.fetch_add(1, Ordering::Relaxed)) % span;
+        let port = u16::try_from(LOWEST + offset)?;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return Ok(port);
+        }
+    }
+    bail!("no free port between {LOWEST} and {below}")
+}
+
+/// The first port of the kernel's range for outgoing connections, if it says.
+fn outgoing_ports_start() -> Option<u32> {
+    fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn free_ports_are_outside_the_outgoing_range_and_never_repeat_in_a_process() {
+        let below = outgoing_ports_start().expect("Linux says its outgoing range");
+        let ports: Vec<u16> = (0..200).map(|_| free_port().unwrap()).collect();
+        let distinct: std::collections::BTreeSet<u16> = ports.iter().copied().collect();
+        assert_eq!(distinct.len(), ports.len(), "{ports:?}");
+        assert!(
+            ports.iter().all(|&p| u32::from(p) < below),
+            "{ports:?} against {below}"
+        );
+    }
 }

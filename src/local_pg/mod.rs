@@ -21,7 +21,8 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 
 use data_dir::write_private;
-use host::{as_owner, free_port, Owner};
+pub use host::free_port;
+use host::{as_owner, Owner};
 use postmaster::Postmaster;
 
 const USER: &str = "seqvend";

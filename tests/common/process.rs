@@ -13,13 +13,10 @@ use super::{ADMIN_TOKEN, VEND_TOKEN};
 /// The seqvend binary cargo built for these tests.
 pub const BINARY: &str = env!("CARGO_BIN_EXE_seqvend");
 
-/// A port nobody listens on now, for a process to bind.
+/// A port nobody listens on now, for a process to bind, and no client connection of the
+/// tests can take before it does (see `seqvend::local_pg::free_port`).
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    seqvend::local_pg::free_port().unwrap()
 }
 
 /// Waits (up to 60 s) until the seqvend `child` serving at `address` answers `/readyz` with
