@@ -1113,7 +1113,15 @@ BEGIN
             FOR i IN 1 .. cardinality(p_names) LOOP
                 requests := requests || i;
             END LOOP;
-            outcome := 'ok';
+            IF cardinality(vals) = 0 THEN
+                outcome := 'unavailable';
+                vals := NULL;
+                detail := 'a lock it needs was not granted within lock_timeout: another session '
+                          'holds its PostgreSQL sequence (an open ALTER SEQUENCE?) or its '
+                          'range''s registry row';
+            ELSE
+                outcome := 'ok';
+            END IF;
             RETURN NEXT;
             RETURN;
         END IF;
@@ -1460,8 +1468,7 @@ BEGIN
         RETURN NULL;
     END IF;
 
-    -- 1. The locks, in the general statement's order. Not granted within lock_timeout: the
-    --    general statement waits for them again, and answers for the sequence if it must.
+    -- 1. The locks, in the general statement's order.
     BEGIN
         SELECT s.id, r.id AS range_id,
                pg_advisory_xact_lock_shared(1398166353, s.id),
@@ -1471,7 +1478,7 @@ BEGIN
           JOIN seqvend.ranges r ON r.sequence_id = s.id AND r.status = 'active'
          WHERE s.name = p_name;
     EXCEPTION WHEN lock_not_available OR deadlock_detected THEN
-        RETURN NULL;
+        RETURN '{}';
     END;
     IF locked.id IS NULL THEN
         RETURN NULL;
@@ -1488,25 +1495,26 @@ BEGIN
     IF NOT FOUND OR cur.status = 'retired' OR cur.range_status <> 'active' THEN
         RETURN NULL;
     END IF;
-
-    -- 3. The common case, as the general statement's attempt checks it.
     up := cur.increment > 0;
     IF (cur.seqincrement > 0) <> up THEN
         RETURN NULL;
     END IF;
-    last_val := pg_sequence_last_value(cur.pg_sequence);
-    next_val := last_val::numeric + cur.seqincrement;
-    mark := cur.high_water;
-    IF last_val IS NULL OR NOT (next_val BETWEEN cur.min_value AND cur.max_value)
-       OR NOT (mark IS NULL OR CASE WHEN up THEN next_val > mark ELSE next_val < mark END)
-       OR NOT (CASE WHEN up
-                    THEN least(cur.max_value, cur.seqmax) - next_val
-                         >= total::numeric * cur.seqincrement
-                    ELSE next_val - greatest(cur.min_value, cur.seqmin)
-                         >= total::numeric * -(cur.seqincrement::numeric) END) THEN
-        RETURN NULL;
-    END IF;
+
     BEGIN
+        -- 3. The common case, as the general statement's attempt checks it. Reading the
+        --    position locks the PostgreSQL sequence, as the draw does: inside this block.
+        last_val := pg_sequence_last_value(cur.pg_sequence);
+        next_val := last_val::numeric + cur.seqincrement;
+        mark := cur.high_water;
+        IF last_val IS NULL OR NOT (next_val BETWEEN cur.min_value AND cur.max_value)
+           OR NOT (mark IS NULL OR CASE WHEN up THEN next_val > mark ELSE next_val < mark END)
+           OR NOT (CASE WHEN up
+                        THEN least(cur.max_value, cur.seqmax) - next_val
+                             >= total::numeric * cur.seqincrement
+                        ELSE next_val - greatest(cur.min_value, cur.seqmin)
+                             >= total::numeric * -(cur.seqincrement::numeric) END) THEN
+            RETURN NULL;
+        END IF;
         FOR i IN 1 .. total LOOP
             v := nextval(cur.pg_sequence);
             IF NOT (v BETWEEN cur.min_value AND cur.max_value
@@ -1519,11 +1527,13 @@ BEGIN
             mark := v;
         END LOOP;
 
-        -- 4. The mark. Its row held by another session past lock_timeout: the general
-        --    statement's write_marks() decides.
+        -- 4. The mark.
         UPDATE seqvend.ranges SET high_water = mark WHERE id = locked.range_id;
-    EXCEPTION WHEN OTHERS THEN
-        RETURN NULL;
+    EXCEPTION
+        WHEN lock_not_available OR deadlock_detected THEN
+            RETURN '{}';
+        WHEN OTHERS THEN
+            RETURN NULL;
     END;
     RETURN drawn;
 END

@@ -417,6 +417,43 @@ async fn a_range_row_held_answers_unavailable_when_the_batch_names_only_that_seq
     assert_eq!(vend(&client, &[("alone", 2)]).await[0].outcome, "ok");
 }
 
+/// A DBA's open `ALTER SEQUENCE`, with the sequence alone in its batch (the one-sequence path):
+/// the statement answers `unavailable` for it, once, after one `lock_timeout`, rather than
+/// failing or waiting again for each path it could take.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sequence_a_dba_holds_answers_unavailable_after_one_lock_timeout_when_alone_in_its_batch()
+{
+    let db = TestDb::shared().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    let client = impatient(&db, "30s").await;
+    // Long enough that a second wait could not hide in the time the statement takes anyway.
+    client
+        .batch_execute("SET seqvend.lock_timeout = '2000'")
+        .await
+        .unwrap();
+    app.create_ok("altered", 1, 1_000_000).await;
+    assert_eq!(app.next_value("altered").await, 1);
+    let (_, seq) = active_range(&client, "altered").await;
+    let dba = db.connect().await;
+    dba.batch_execute(&format!("BEGIN; ALTER SEQUENCE {seq} INCREMENT BY 1"))
+        .await
+        .unwrap();
+
+    let started = Instant::now();
+    let held = vend(&client, &[("altered", 2)]).await;
+    let waited = started.elapsed();
+    assert_eq!(
+        (held[0].outcome.as_str(), held[0].values.as_ref()),
+        ("unavailable", None)
+    );
+    assert!(waited < Duration::from_millis(3_900), "{waited:?}");
+    dba.batch_execute("ROLLBACK").await.unwrap();
+    assert_eq!(
+        vend(&client, &[("altered", 2)]).await[0].values,
+        Some(vec![2, 3])
+    );
+}
+
 /// Over HTTP: the held sequence answers 503 `unavailable` with `Retry-After` within about a
 /// second, is not counted as a failed sequence, and the others keep vending meanwhile.
 #[tokio::test(flavor = "multi_thread")]
