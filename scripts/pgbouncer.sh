@@ -43,7 +43,7 @@ configure() {
 }
 
 free_port() {
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+    python3 "$(repo_root)/scripts/free_ports.py" 1
 }
 
 # Starts the configured PgBouncer in DIR and waits (up to 10 s) until its port answers.

@@ -5,14 +5,7 @@
 # the URL seqvend uses (every node, only a read-write session accepted).
 write_env() {
     local dir=$1 ports
-    read -r -a ports <<<"$(python3 - <<'PY'
-import socket
-socks = [socket.socket() for _ in range(8)]
-for s in socks:
-    s.bind(("127.0.0.1", 0))
-print(" ".join(str(s.getsockname()[1]) for s in socks))
-PY
-)"
+    read -r -a ports <<<"$(python3 "$(repo_root)/scripts/free_ports.py" 8)"
     local seqvend_password
     seqvend_password=$(secret)
     cat >"$dir/cluster.env" <<EOF
