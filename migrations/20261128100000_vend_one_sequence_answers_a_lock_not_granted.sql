@@ -3,10 +3,11 @@
 -- Why: vend_one_sequence() read its PostgreSQL sequence's position outside its exception
 -- block. With a DBA's ALTER SEQUENCE open on that sequence, that read waited lock_timeout and
 -- then failed the whole statement, where the general statement answers `unavailable` for the
--- sequence alone. And a lock not granted anywhere else (the advisory locks, the draw, the
--- range's registry row) sent the batch to vend_batch(), which waited for the same lock twice
--- more (its attempt, then its per-sequence path) before answering `unavailable`: three times
--- lock_timeout where SEQVEND_LOCK_TIMEOUT_MS promises one.
+-- sequence alone. And a lock not granted anywhere else sent the batch to vend_batch(), which
+-- waited for the same lock again before answering `unavailable`: twice more for the advisory
+-- locks or the draw (its attempt, then its per-sequence path), once more for the range's
+-- registry row (write_marks()). Up to three times lock_timeout where SEQVEND_LOCK_TIMEOUT_MS
+-- promises one.
 --
 -- Now the read is inside the exception block, and a lock not granted (or a deadlock) makes
 -- vend_one_sequence() return an empty array: nothing handed out, and vend() answers every
