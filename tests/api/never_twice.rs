@@ -454,6 +454,43 @@ async fn a_sequence_a_dba_holds_answers_unavailable_after_one_lock_timeout_when_
     );
 }
 
+/// Another session holding the range's advisory lock (another instance's long draw), with the
+/// sequence alone in its batch: `unavailable` after one `lock_timeout`, not one per path.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_range_lock_held_answers_unavailable_after_one_lock_timeout_when_alone_in_its_batch() {
+    let db = TestDb::shared().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    let client = impatient(&db, "30s").await;
+    client
+        .batch_execute("SET seqvend.lock_timeout = '2000'")
+        .await
+        .unwrap();
+    app.create_ok("drawn_elsewhere", 1, 1_000_000).await;
+    assert_eq!(app.next_value("drawn_elsewhere").await, 1);
+    let (range, _) = active_range(&client, "drawn_elsewhere").await;
+    let other = db.connect().await;
+    other
+        .batch_execute(&format!(
+            "BEGIN; SELECT pg_advisory_xact_lock(1398166087, {range})"
+        ))
+        .await
+        .unwrap();
+
+    let started = Instant::now();
+    let held = vend(&client, &[("drawn_elsewhere", 1)]).await;
+    let waited = started.elapsed();
+    assert_eq!(
+        (held[0].outcome.as_str(), held[0].values.as_ref()),
+        ("unavailable", None)
+    );
+    assert!(waited < Duration::from_millis(3_900), "{waited:?}");
+    other.batch_execute("ROLLBACK").await.unwrap();
+    assert_eq!(
+        vend(&client, &[("drawn_elsewhere", 1)]).await[0].values,
+        Some(vec![2])
+    );
+}
+
 /// Over HTTP: the held sequence answers 503 `unavailable` with `Retry-After` within about a
 /// second, is not counted as a failed sequence, and the others keep vending meanwhile.
 #[tokio::test(flavor = "multi_thread")]
