@@ -1,4 +1,6 @@
 // (a) Constant arrival: 5,000 vends/s for 60 s on one sequence. p99 under 10 ms, no failures.
+import http from 'k6/http';
+import { check } from 'k6';
 import { vend, noop, STRICT, K6_OPTIONS } from './lib.js';
 
 export const options = Object.assign({}, K6_OPTIONS, {
@@ -17,7 +19,14 @@ export const options = Object.assign({}, K6_OPTIONS, {
 });
 
 // TARGET=noop sends the same load to GET /healthz: the baseline for this machine and k6.
+// TARGET=floor sends it to POST /floor of the floor server at FLOOR_URL (examples/floor.rs).
 export default function () {
   if (__ENV.TARGET === 'noop') noop();
+  else if (__ENV.TARGET === 'floor') floor();
   else vend('bench');
+}
+
+function floor() {
+  const res = http.post(`${__ENV.FLOOR_URL}/floor`, null, { responseType: 'none' });
+  check(res, { 'floor is 200': (r) => r.status === 200 });
 }
