@@ -587,7 +587,7 @@ BEGIN
                                 CASE WHEN drawn.value_count > 0 THEN 200 ELSE 409 END::smallint,
                                 NULL, coalesce(drawn.runs_first, '{}'),
                                 coalesce(drawn.runs_last, '{}'), drawn.expires_at,
-                                p_key_ttl) THEN
+                                p_key_ttl, drawn.ran_out) THEN
             RETURN NEXT;
             RETURN;
         END IF;
@@ -597,6 +597,11 @@ BEGIN
     END IF;
     IF known.request = p_request THEN
         PERFORM seqvend.replay_durably();
+        -- Whether it came back short because the sequence ran out, as first answered (NULL
+        -- for an answer stored before this was kept).
+        SELECT k.ran_out INTO ran_out
+          FROM seqvend.idempotency_keys k
+         WHERE k.owner = p_owner AND k.key = p_key AND k.expires_at > now();
     END IF;
     outcome := CASE WHEN known.request = p_request THEN 'replayed' ELSE 'key_reused' END;
     detail := known.status::text;
@@ -975,23 +980,23 @@ CREATE FUNCTION seqvend.span(lo bigint, hi bigint) RETURNS int8range
     RETURN CASE WHEN (hi = '9223372036854775807'::bigint) THEN int8range(lo, NULL::bigint) ELSE int8range(lo, (hi + 1)) END;
 
 --
--- Name: store_answer(text, text, text, smallint, bigint[], bigint[], bigint[], timestamp with time zone, interval); Type: FUNCTION; Schema: seqvend; Owner: -
+-- Name: store_answer(text, text, text, smallint, bigint[], bigint[], bigint[], timestamp with time zone, interval, boolean); Type: FUNCTION; Schema: seqvend; Owner: -
 --
 
-CREATE FUNCTION seqvend.store_answer(p_owner text, p_key text, p_request text, p_status smallint, p_vals bigint[], p_runs_first bigint[], p_runs_last bigint[], p_lease_expires_at timestamp with time zone, p_ttl interval) RETURNS boolean
+CREATE FUNCTION seqvend.store_answer(p_owner text, p_key text, p_request text, p_status smallint, p_vals bigint[], p_runs_first bigint[], p_runs_last bigint[], p_lease_expires_at timestamp with time zone, p_ttl interval, p_ran_out boolean DEFAULT NULL::boolean) RETURNS boolean
     LANGUAGE plpgsql
     AS $$
 BEGIN
     INSERT INTO seqvend.idempotency_keys AS k
            (owner, key, request, status, vals, runs_first, runs_last, lease_expires_at,
-            expires_at)
+            expires_at, ran_out)
     VALUES (p_owner, p_key, p_request, p_status, p_vals, p_runs_first, p_runs_last,
-            p_lease_expires_at, now() + p_ttl)
+            p_lease_expires_at, now() + p_ttl, p_ran_out)
     ON CONFLICT (owner, key) DO UPDATE
        SET request = excluded.request, status = excluded.status, vals = excluded.vals,
            runs_first = excluded.runs_first, runs_last = excluded.runs_last,
            lease_expires_at = excluded.lease_expires_at, created_at = now(),
-           expires_at = excluded.expires_at
+           expires_at = excluded.expires_at, ran_out = excluded.ran_out
      WHERE k.expires_at <= now();
     RETURN FOUND;
 END
@@ -1791,6 +1796,7 @@ CREATE TABLE seqvend.idempotency_keys (
     lease_expires_at timestamp with time zone,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     expires_at timestamp with time zone NOT NULL,
+    ran_out boolean,
     CONSTRAINT idempotency_keys_key_check CHECK ((key ~ '^[!-~]{1,255}$'::text)),
     CONSTRAINT idempotency_keys_status_check CHECK ((status = ANY (ARRAY[200, 409])))
 );

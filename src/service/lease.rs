@@ -83,13 +83,19 @@ impl Service {
                 ttl_seconds: ttl.as_secs(),
                 replayed: false,
             }),
-            Leased::Replayed(LeaseReplay::Granted { blocks, expires_at }) => {
+            Leased::Replayed(LeaseReplay::Granted {
+                blocks,
+                expires_at,
+                ran_out,
+            }) => {
                 let leased: u64 = blocks.iter().map(Block::len).sum();
                 let left = (expires_at - Utc::now()).num_seconds().max(0) as u64;
                 Ok(BlockLease {
                     blocks,
                     count: leased,
-                    exhausted: leased < u64::from(count),
+                    // As first answered: a lease cut short without running out is not
+                    // `exhausted` (answers stored before that was kept: short means ran out).
+                    exhausted: ran_out.unwrap_or(leased < u64::from(count)),
                     expires_at,
                     ttl_seconds: left,
                     replayed: true,

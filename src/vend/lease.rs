@@ -99,10 +99,12 @@ pub enum Leased {
 /// A stored answer to a keyed block lease.
 #[derive(Debug, Clone)]
 pub enum LeaseReplay {
-    /// The blocks it was granted, leased until `expires_at`.
+    /// The blocks it was granted, leased until `expires_at`; whether they were fewer than
+    /// asked because the sequence ran out (`None`: an answer stored before that was kept).
     Granted {
         blocks: Vec<Block>,
         expires_at: DateTime<Utc>,
+        ran_out: Option<bool>,
     },
     /// It met an exhausted sequence.
     Exhausted,
@@ -110,13 +112,20 @@ pub enum LeaseReplay {
 
 impl LeaseReplay {
     /// The stored answer from its record: the status the statement kept (`detail`, 200 when
-    /// absent), the blocks and their expiry.
-    fn of(detail: Option<&str>, blocks: Vec<Block>, expires_at: Option<DateTime<Utc>>) -> Self {
+    /// absent), the blocks, their expiry and whether the sequence ran out.
+    fn of(
+        detail: Option<&str>,
+        blocks: Vec<Block>,
+        expires_at: Option<DateTime<Utc>>,
+        ran_out: Option<bool>,
+    ) -> Self {
         let status = detail.and_then(|d| d.parse::<u16>().ok()).unwrap_or(200);
         match expires_at {
-            Some(expires_at) if status == 200 && !blocks.is_empty() => {
-                Self::Granted { blocks, expires_at }
-            }
+            Some(expires_at) if status == 200 && !blocks.is_empty() => Self::Granted {
+                blocks,
+                expires_at,
+                ran_out,
+            },
             _ => Self::Exhausted,
         }
     }
@@ -207,7 +216,10 @@ fn replayed(row: &Row, detail: Option<&str>) -> anyhow::Result<Leased> {
     let expires_ms: Option<i64> = row.get(5);
     let expires_at = expires_ms.and_then(DateTime::from_timestamp_millis);
     Ok(Leased::Replayed(LeaseReplay::of(
-        detail, blocks, expires_at,
+        detail,
+        blocks,
+        expires_at,
+        row.get(7),
     )))
 }
 

@@ -467,6 +467,34 @@ async fn a_large_lease_whose_block_is_declined_is_cut_at_100_000_and_the_next_go
     assert_eq!(next.body["exhausted"], false);
 }
 
+/// A keyed lease cut at 100,000 values (its block declined) is replayed as it was answered:
+/// short, and not exhausted. A retry told "exhausted" would take a sequence with values left
+/// for one that ran out.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_keyed_lease_cut_at_100_000_is_replayed_as_cut_not_exhausted() {
+    let db = TestDb::shared().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    app.create_ok("dumped-keyed", 1, 20_000_000).await;
+    let sequence = pg_sequence(&app, "dumped-keyed").await;
+    let dump = db.connect().await;
+    dump.batch_execute("BEGIN").await.unwrap();
+    dump.batch_execute(&format!("SELECT last_value FROM {sequence}"))
+        .await
+        .unwrap();
+    let path = "/sequences/dumped-keyed/leases?count=5000000";
+    let (short, replayed) = app.keyed_post(path, "cut-1", VEND_TOKEN).await;
+    assert_eq!(short.status, StatusCode::OK, "{}", short.body);
+    assert!(!replayed);
+    assert_eq!(runs(&short), [(1, 100_000)]);
+    assert_eq!(short.body["exhausted"], false, "cut, not run out");
+    dump.batch_execute("COMMIT").await.unwrap();
+    let (again, replayed) = app.keyed_post(path, "cut-1", VEND_TOKEN).await;
+    assert!(replayed);
+    for field in ["blocks", "count", "exhausted"] {
+        assert_eq!(again.body[field], short.body[field], "{field}");
+    }
+}
+
 /// A count of 0 or above 10,000,000 is refused before anything is drawn; 10,000,000 is not.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_lease_of_0_or_over_10_000_000_values_is_refused_and_draws_nothing() {
