@@ -1162,6 +1162,10 @@ DECLARE
     mark         bigint;
     drawn        bigint[];
     v            bigint;
+    -- The sequence the attempt is drawing from, while it is; and the one whose lock it was
+    -- refused, answered `unavailable` without waiting for that lock again on its own path.
+    drawing      text;
+    refused      text;
 BEGIN
     -- lock_timeout short: a lock held longer than this by someone else (a DBA's open ALTER
     -- SEQUENCE, a row left locked) fails the one sequence that needs it, not the batch. The
@@ -1213,6 +1217,7 @@ BEGIN
                     slow := slow || cur.name;
                     CONTINUE;
                 END IF;
+                drawing := cur.name;
                 last_val := pg_sequence_last_value(cur.pg_sequence);
                 next_val := last_val::numeric + cur.seqincrement;
                 mark := cur.high_water;
@@ -1238,6 +1243,7 @@ BEGIN
                     drawn := drawn || v;
                     mark := v;
                 END LOOP;
+                drawing := NULL;
                 answers := answers || ROW(cur.requests, 'ok', drawn, NULL, ARRAY[cur.range_id],
                                           ARRAY[mark])::seqvend.vend_answer;
                 mark_ranges := mark_ranges || cur.range_id;
@@ -1250,6 +1256,9 @@ BEGIN
             mark_values := '{}';
             mark_up := '{}';
             slow := NULL;
+            IF SQLSTATE = '55P03' THEN  -- lock_not_available
+                refused := drawing;
+            END IF;
         END;
     ELSE
         slow := NULL;
@@ -1266,6 +1275,13 @@ BEGIN
                 answer := ROW(cur.requests, CASE WHEN cur.sequence_id IS NULL THEN 'not_found'
                                                  ELSE 'retired' END, NULL, NULL, '{}', '{}');
                 answers := answers || answer;
+                CONTINUE;
+            END IF;
+            IF cur.name = refused THEN
+                answers := answers || ROW(cur.requests, 'unavailable', NULL,
+                    'a lock it needs was not granted within lock_timeout: another session '
+                    'holds its PostgreSQL sequence (an open ALTER SEQUENCE?)',
+                    '{}', '{}')::seqvend.vend_answer;
                 CONTINUE;
             END IF;
 

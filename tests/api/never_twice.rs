@@ -454,6 +454,50 @@ async fn a_sequence_a_dba_holds_answers_unavailable_after_one_lock_timeout_when_
     );
 }
 
+/// A DBA's open `ALTER SEQUENCE` on one sequence of a batch naming several: that sequence
+/// answers `unavailable` after one `lock_timeout`, not one in the batch's attempt and another
+/// on its own path, and the others are served.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sequence_a_dba_holds_answers_unavailable_after_one_lock_timeout_beside_others() {
+    let db = TestDb::shared().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    let client = impatient(&db, "30s").await;
+    client
+        .batch_execute("SET seqvend.lock_timeout = '2000'")
+        .await
+        .unwrap();
+    app.create_ok("altered_among", 1, 1_000_000).await;
+    app.create_ok("beside_altered", 1, 1_000_000).await;
+    assert_eq!(app.next_value("altered_among").await, 1);
+    assert_eq!(app.next_value("beside_altered").await, 1);
+    let (_, seq) = active_range(&client, "altered_among").await;
+    let dba = db.connect().await;
+    dba.batch_execute(&format!("BEGIN; ALTER SEQUENCE {seq} INCREMENT BY 1"))
+        .await
+        .unwrap();
+
+    let started = Instant::now();
+    let answers = vend(&client, &[("beside_altered", 1), ("altered_among", 2)]).await;
+    let waited = started.elapsed();
+    let outcomes: Vec<_> = answers
+        .iter()
+        .map(|a| (a.name.as_str(), a.outcome.as_str(), a.values.clone()))
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            ("altered_among", "unavailable", None),
+            ("beside_altered", "ok", Some(vec![2]))
+        ]
+    );
+    assert!(waited < Duration::from_millis(3_900), "{waited:?}");
+    dba.batch_execute("ROLLBACK").await.unwrap();
+    assert_eq!(
+        vend(&client, &[("altered_among", 2)]).await[0].values,
+        Some(vec![2, 3])
+    );
+}
+
 /// Another session holding the range's advisory lock (another instance's long draw), with the
 /// sequence alone in its batch: `unavailable` after one `lock_timeout`, not one per path.
 #[tokio::test(flavor = "multi_thread")]
