@@ -76,6 +76,31 @@ async fn impatient(db: &TestDb, limit: &str) -> tokio_postgres::Client {
     client
 }
 
+/// The lock timeout of the tests that count waits: long enough that a second wait could not
+/// hide in the time the statement takes anyway.
+const LOCK_TIMEOUT: Duration = Duration::from_millis(2_000);
+
+/// A connection whose vend statements wait `LOCK_TIMEOUT` for a lock (and give up after 30 s).
+async fn waiting_for_locks(db: &TestDb) -> tokio_postgres::Client {
+    let client = impatient(db, "30s").await;
+    client
+        .batch_execute(&format!(
+            "SET seqvend.lock_timeout = '{}'",
+            LOCK_TIMEOUT.as_millis()
+        ))
+        .await
+        .unwrap();
+    client
+}
+
+/// `waited` holds one `LOCK_TIMEOUT` and not two.
+fn assert_one_lock_timeout(waited: Duration) {
+    assert!(
+        waited < 2 * LOCK_TIMEOUT - Duration::from_millis(100),
+        "{waited:?}"
+    );
+}
+
 /// Fast path and `draw()` both drew from the range in one statement when a rewind landed
 /// between them; each wrote a mark for it and the lower one could win, so the next rewind was
 /// repaired only to it and values went out again. Several sessions vend batches of 1–64 from
@@ -425,12 +450,7 @@ async fn a_sequence_a_dba_holds_answers_unavailable_after_one_lock_timeout_when_
 {
     let db = TestDb::shared().await;
     let app = spawn_app_on(&db, test_settings()).await;
-    let client = impatient(&db, "30s").await;
-    // Long enough that a second wait could not hide in the time the statement takes anyway.
-    client
-        .batch_execute("SET seqvend.lock_timeout = '2000'")
-        .await
-        .unwrap();
+    let client = waiting_for_locks(&db).await;
     app.create_ok("altered", 1, 1_000_000).await;
     assert_eq!(app.next_value("altered").await, 1);
     let (_, seq) = active_range(&client, "altered").await;
@@ -446,7 +466,7 @@ async fn a_sequence_a_dba_holds_answers_unavailable_after_one_lock_timeout_when_
         (held[0].outcome.as_str(), held[0].values.as_ref()),
         ("unavailable", None)
     );
-    assert!(waited < Duration::from_millis(3_900), "{waited:?}");
+    assert_one_lock_timeout(waited);
     dba.batch_execute("ROLLBACK").await.unwrap();
     assert_eq!(
         vend(&client, &[("altered", 2)]).await[0].values,
@@ -461,11 +481,7 @@ async fn a_sequence_a_dba_holds_answers_unavailable_after_one_lock_timeout_when_
 async fn a_sequence_a_dba_holds_answers_unavailable_after_one_lock_timeout_beside_others() {
     let db = TestDb::shared().await;
     let app = spawn_app_on(&db, test_settings()).await;
-    let client = impatient(&db, "30s").await;
-    client
-        .batch_execute("SET seqvend.lock_timeout = '2000'")
-        .await
-        .unwrap();
+    let client = waiting_for_locks(&db).await;
     app.create_ok("altered_among", 1, 1_000_000).await;
     app.create_ok("beside_altered", 1, 1_000_000).await;
     assert_eq!(app.next_value("altered_among").await, 1);
@@ -490,7 +506,7 @@ async fn a_sequence_a_dba_holds_answers_unavailable_after_one_lock_timeout_besid
             ("beside_altered", "ok", Some(vec![2]))
         ]
     );
-    assert!(waited < Duration::from_millis(3_900), "{waited:?}");
+    assert_one_lock_timeout(waited);
     dba.batch_execute("ROLLBACK").await.unwrap();
     assert_eq!(
         vend(&client, &[("altered_among", 2)]).await[0].values,
@@ -504,11 +520,7 @@ async fn a_sequence_a_dba_holds_answers_unavailable_after_one_lock_timeout_besid
 async fn a_range_lock_held_answers_unavailable_after_one_lock_timeout_when_alone_in_its_batch() {
     let db = TestDb::shared().await;
     let app = spawn_app_on(&db, test_settings()).await;
-    let client = impatient(&db, "30s").await;
-    client
-        .batch_execute("SET seqvend.lock_timeout = '2000'")
-        .await
-        .unwrap();
+    let client = waiting_for_locks(&db).await;
     app.create_ok("drawn_elsewhere", 1, 1_000_000).await;
     assert_eq!(app.next_value("drawn_elsewhere").await, 1);
     let (range, _) = active_range(&client, "drawn_elsewhere").await;
@@ -527,7 +539,7 @@ async fn a_range_lock_held_answers_unavailable_after_one_lock_timeout_when_alone
         (held[0].outcome.as_str(), held[0].values.as_ref()),
         ("unavailable", None)
     );
-    assert!(waited < Duration::from_millis(3_900), "{waited:?}");
+    assert_one_lock_timeout(waited);
     other.batch_execute("ROLLBACK").await.unwrap();
     assert_eq!(
         vend(&client, &[("drawn_elsewhere", 1)]).await[0].values,
