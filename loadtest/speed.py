@@ -10,6 +10,10 @@ before them, on the same build): the machine may be shared, so the spread of the
 the load average are written beside the table. A measurement a build cannot run (an endpoint
 it lacks) is reported as such, and the others go on.
 
+Beside each build runs the floor of strict vends (examples/floor.rs, built from this checkout)
+on the build's own PostgreSQL: its routes are measured in the same rounds as the build's (wrk
+and k6), so row 1 and row 7 can be read against what any server of seqvend's design pays here.
+
 SPEED_QUICK=1: short runs and smaller setups (2,000 sequences, 50,000 counter keys), for
 trying the script out; their figures go to target/loadtest/speed-quick.md, not to RESULTS.md.
 """
@@ -104,9 +108,9 @@ def start_floor(base, data_dir):
     port = (data_dir / "port").read_text().strip()
     password = (data_dir / "password").read_text().strip()
     url = f"postgres://seqvend:{password}@127.0.0.1:{port}/seqvend"
-    log_file = open(data_dir.parent / "floor.log", "a")
-    process = subprocess.Popen([str(FLOOR), base.removeprefix("http://"), url], stdout=log_file,
-                               stderr=log_file)
+    with open(data_dir.parent / "floor.log", "a") as log_file:
+        process = subprocess.Popen([str(FLOOR), base.removeprefix("http://"), url],
+                                   stdout=log_file, stderr=log_file)
     deadline = time.time() + 30
     while time.time() < deadline:
         if process.poll() is not None:
