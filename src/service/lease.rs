@@ -86,16 +86,14 @@ impl Service {
             Leased::Replayed(LeaseReplay::Granted {
                 blocks,
                 expires_at,
-                ran_out,
+                clipped,
             }) => {
                 let leased: u64 = blocks.iter().map(Block::len).sum();
                 let left = (expires_at - Utc::now()).num_seconds().max(0) as u64;
                 Ok(BlockLease {
                     blocks,
                     count: leased,
-                    // As first answered: a lease cut short without running out is not
-                    // `exhausted` (answers stored before that was kept: short means ran out).
-                    exhausted: ran_out.unwrap_or(leased < u64::from(count)),
+                    exhausted: clipped,
                     expires_at,
                     ttl_seconds: left,
                     replayed: true,

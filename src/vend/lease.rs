@@ -99,12 +99,12 @@ pub enum Leased {
 /// A stored answer to a keyed block lease.
 #[derive(Debug, Clone)]
 pub enum LeaseReplay {
-    /// The blocks it was granted, leased until `expires_at`; whether they were fewer than
-    /// asked because the sequence ran out (`None`: an answer stored before that was kept).
+    /// The blocks it was granted, leased until `expires_at`; `clipped` as first answered
+    /// (see `Lease::clipped`).
     Granted {
         blocks: Vec<Block>,
         expires_at: DateTime<Utc>,
-        ran_out: Option<bool>,
+        clipped: bool,
     },
     /// It met an exhausted sequence.
     Exhausted,
@@ -112,19 +112,19 @@ pub enum LeaseReplay {
 
 impl LeaseReplay {
     /// The stored answer from its record: the status the statement kept (`detail`, 200 when
-    /// absent), the blocks, their expiry and whether the sequence ran out.
+    /// absent), the blocks, their expiry and whether they were clipped.
     fn of(
         detail: Option<&str>,
         blocks: Vec<Block>,
         expires_at: Option<DateTime<Utc>>,
-        ran_out: Option<bool>,
+        clipped: bool,
     ) -> Self {
         let status = detail.and_then(|d| d.parse::<u16>().ok()).unwrap_or(200);
         match expires_at {
             Some(expires_at) if status == 200 && !blocks.is_empty() => Self::Granted {
                 blocks,
                 expires_at,
-                ran_out,
+                clipped,
             },
             _ => Self::Exhausted,
         }
@@ -155,7 +155,7 @@ pub async fn lease(
     let name = ask.name;
     let detail: Option<String> = row.get(3);
     Ok(match StatementOutcome::parse(row.get(0))? {
-        StatementOutcome::Replayed => replayed(row, detail.as_deref())?,
+        StatementOutcome::Replayed => replayed(row, detail.as_deref(), ask.count)?,
         StatementOutcome::KeyReused => Leased::KeyReused,
         StatementOutcome::KeyInFlight => Leased::KeyInFlight,
         StatementOutcome::Ok => granted(row, detail.as_deref(), metrics, &ask, sent_at)?,
@@ -211,16 +211,23 @@ async fn run_lease(
 }
 
 /// The stored answer of a keyed lease, rebuilt from its runs.
-fn replayed(row: &Row, detail: Option<&str>) -> anyhow::Result<Leased> {
+fn replayed(row: &Row, detail: Option<&str>, asked: u32) -> anyhow::Result<Leased> {
     let blocks = blocks_of(row).context("a stored lease's runs do not fit its increment")?;
+    let clipped = clipped(row, &blocks, asked);
     let expires_ms: Option<i64> = row.get(5);
     let expires_at = expires_ms.and_then(DateTime::from_timestamp_millis);
     Ok(Leased::Replayed(LeaseReplay::of(
-        detail,
-        blocks,
-        expires_at,
-        row.get(7),
+        detail, blocks, expires_at, clipped,
     )))
+}
+
+/// Whether a lease's blocks are fewer values than `asked` because the sequence ran out: the
+/// statement's `ran_out`, or, where it has none (a replayed answer stored before it was kept),
+/// whether they are fewer.
+fn clipped(row: &Row, blocks: &[Block], asked: u32) -> bool {
+    let count: u64 = blocks.iter().map(Block::len).sum();
+    row.get::<_, Option<bool>>(7)
+        .unwrap_or(count < u64::from(asked))
 }
 
 /// The answer's runs as blocks, in vend order; `None` when a run does not fit the increment.
@@ -255,6 +262,7 @@ fn granted(
         return Ok(Leased::Exhausted);
     }
     let expires_ms: i64 = row.get(5);
+    let clipped = clipped(row, &blocks, ask.count);
     metrics
         .leases_granted
         .with_label_values(&[ask.holder.kind()])
@@ -270,9 +278,7 @@ fn granted(
         expires_at: DateTime::from_timestamp_millis(expires_ms)
             .context("lease expiry out of range")?,
         sent_at,
-        clipped: row
-            .get::<_, Option<bool>>(7)
-            .unwrap_or(count < u64::from(ask.count)),
+        clipped,
     }))
 }
 
