@@ -5,13 +5,13 @@
 Both builds run at once, each with its own private PostgreSQL on its own port; while one is
 measured, the other's seqvend and floor server are paused (SIGSTOP), so that its background work
 (a usage round reads every sequence every 10 s: about a tenth of a core with 10,000 sequences)
-does not fall on the build being measured. The issue asks for a quiet machine; the measured
-build's own background work stays in its figures. Every measurement runs ROUNDS (3) times per build, the builds
-taking turns (A B, B A, A B), and each row is the median over the rounds of a figure taken
-beside its own baseline in the same round (strict vends ÷ the no-op route measured just
-before them, on the same build): the machine may be shared, so the spread of the rounds and
-the load average are written beside the table. A measurement a build cannot run (an endpoint
-it lacks) is reported as such, and the others go on.
+does not fall on the build being measured. The goals are set for a quiet machine; the measured
+build's own background work stays in its figures. Every measurement runs ROUNDS (3) times per
+build, the builds taking turns (A B, B A, A B), and each row is the median over the rounds of a
+figure taken beside its own baseline in the same round (strict vends ÷ the no-op route measured
+just before them, on the same build): the machine may be shared, so the spread of the rounds and
+the load average are written beside the table. A measurement a build cannot run (an endpoint it
+lacks) is reported as such, and the others go on.
 
 Beside each build runs the floor of strict vends (examples/floor.rs, built from this checkout)
 on the build's own PostgreSQL: its routes are measured in the same rounds as the build's (wrk
@@ -378,7 +378,7 @@ ROWS = [
     Row("1. … the floor: `POST /floor` of `examples/floor.rs` (one hop to a lane, one "
         "`nextval` statement per batch, a commit that flushes WAL, nothing checked) ÷ no-op",
         "vend", lambda f: f["floor"] / f["noop"] if "floor" in f else None, times,
-        "— (0.55× is 0.95 of the 0.58× the issue measured)", lambda v, b: None,
+        "— (0.55× is 0.95 of the 0.58× measured when the goal was set)", lambda v, b: None,
         per("floor", "noop")),
     Row("1. … strict ÷ that floor", "vend",
         lambda f: f["strict"] / f["floor"] if "floor" in f else None, times, "≥ 0.95×",
