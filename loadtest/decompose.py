@@ -6,7 +6,8 @@ One seqvend with its private PostgreSQL, and the floor server on that PostgreSQL
 runs wrk -t1 -c64 over four routes in turn: seqvend's no-op route and strict `POST next` on one
 sequence, the floor server's no-op and `POST /floor`. Over each run the CPU every process used is
 read from /proc and divided by the requests served, and the vend statements' batch size is read
-from seqvend's metrics. Figures are medians over the rounds.
+from seqvend's metrics. Figures are medians over the rounds. Every process of the `postgres` user
+counts as PostgreSQL's: run it where no other cluster is busy.
 
 This is how docs/performance.md splits the gap between strict `next` and the floor. Row 1 of the
 speed table is a ratio of two routes that share seqvend's HTTP stack: only what strict `next`
