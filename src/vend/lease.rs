@@ -213,7 +213,7 @@ async fn run_lease(
 /// The stored answer of a keyed lease, rebuilt from its runs.
 fn replayed(row: &Row, detail: Option<&str>, asked: u32) -> anyhow::Result<Leased> {
     let blocks = blocks_of(row).context("a stored lease's runs do not fit its increment")?;
-    let clipped = clipped(row, &blocks, asked);
+    let clipped = clipped(row, blocks.iter().map(Block::len).sum(), asked);
     let expires_ms: Option<i64> = row.get(5);
     let expires_at = expires_ms.and_then(DateTime::from_timestamp_millis);
     Ok(Leased::Replayed(LeaseReplay::of(
@@ -221,11 +221,10 @@ fn replayed(row: &Row, detail: Option<&str>, asked: u32) -> anyhow::Result<Lease
     )))
 }
 
-/// Whether a lease's blocks are fewer values than `asked` because the sequence ran out: the
+/// Whether a lease's `count` values are fewer than `asked` because the sequence ran out: the
 /// statement's `ran_out`, or, where it has none (a replayed answer stored before it was kept),
 /// whether they are fewer.
-fn clipped(row: &Row, blocks: &[Block], asked: u32) -> bool {
-    let count: u64 = blocks.iter().map(Block::len).sum();
+fn clipped(row: &Row, count: u64, asked: u32) -> bool {
     row.get::<_, Option<bool>>(7)
         .unwrap_or(count < u64::from(asked))
 }
@@ -262,7 +261,7 @@ fn granted(
         return Ok(Leased::Exhausted);
     }
     let expires_ms: i64 = row.get(5);
-    let clipped = clipped(row, &blocks, ask.count);
+    let clipped = clipped(row, count, ask.count);
     metrics
         .leases_granted
         .with_label_values(&[ask.holder.kind()])
