@@ -32,8 +32,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 from doc_section import write_section  # noqa: E402
-from run import (BASE, LOADTEST, ROOT, VEND_TOKEN, Seqvend, api, commit, log,  # noqa: E402
-                 machine)
+from run import (BASE, LOADTEST, ROOT, TICK, VEND_TOKEN, Seqvend, api,  # noqa: E402
+                 cluster_cpu_seconds, commit, log, machine)
 
 URL = os.environ["DB_LOAD_URL"]
 PGDATA = Path(os.environ["DB_LOAD_PGDATA"])
@@ -45,7 +45,6 @@ ROUNDS = int(os.environ.get("DB_LOAD_ROUNDS", "3"))
 CACHE = int(os.environ.get("DB_LOAD_CACHE", "1000"))
 K6 = LOADTEST / ".venv" / "bin" / "k6"
 CLIENT_BENCH = ROOT / "target" / "release" / "examples" / "client_bench"
-TICK = os.sysconf("SC_CLK_TCK")
 MODES = ("strict", "cached", "client", "idle")
 LOADS = MODES[:-1]
 FIGURES = ("commits", "statements", "wal_records", "wal_kb", "wal_fpi", "cpu_ms")
@@ -62,27 +61,6 @@ def psql(sql):
     return [line.split("\t") for line in out.splitlines() if line]
 
 
-def ticks(pid, fields):
-    """The given /proc/PID/stat fields (utime 14, stime 15, cutime 16, cstime 17), summed."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return 0, None
-    rest = text[text.rindex(")") + 2:].split()  # after the command, field 3 onwards
-    return sum(int(rest[f - 3]) for f in fields), int(rest[1])
-
-
-def postgres_cpu_seconds():
-    postmaster = int((PGDATA / "postmaster.pid").read_text().split()[0])
-    total, _ = ticks(postmaster, (14, 15, 16, 17))
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and int(entry) != postmaster:
-            used, parent = ticks(entry, (14, 15))
-            if parent == postmaster:
-                total += used
-    return total / TICK
-
-
 def machine_busy_seconds():
     """CPU seconds the whole machine spent busy (all cores), from /proc/stat."""
     fields = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
@@ -93,7 +71,7 @@ def machine_busy_seconds():
 def snapshot():
     commits, statements, records, wal_bytes, fpi = (float(v) for v in psql(SNAPSHOT)[0])
     return {"commits": commits, "statements": statements, "wal_records": records,
-            "wal_kb": wal_bytes / 1024, "wal_fpi": fpi, "cpu_ms": postgres_cpu_seconds() * 1000,
+            "wal_kb": wal_bytes / 1024, "wal_fpi": fpi, "cpu_ms": cluster_cpu_seconds(PGDATA) * 1000,
             "busy": machine_busy_seconds(), "at": time.monotonic()}
 
 

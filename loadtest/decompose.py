@@ -6,8 +6,7 @@ One seqvend with its private PostgreSQL, and the floor server on that PostgreSQL
 runs wrk -t1 -c64 over four routes in turn: seqvend's no-op route and strict `POST next` on one
 sequence, the floor server's no-op and `POST /floor`. Over each run the CPU every process used is
 read from /proc and divided by the requests served, and the vend statements' batch size is read
-from seqvend's metrics. Figures are medians over the rounds. Every process of the `postgres` user
-counts as PostgreSQL's: run it where no other cluster is busy.
+from seqvend's metrics. Figures are medians over the rounds.
 
 This is how docs/performance.md splits the gap between strict `next` and the floor. Row 1 of the
 speed table is a ratio of two routes that share seqvend's HTTP stack: only what strict `next`
@@ -17,35 +16,19 @@ costs beyond the no-op route moves it.
 import os
 import re
 import statistics
-import subprocess
 import sys
 import tempfile
 import urllib.request
 from pathlib import Path
 
 import run
-from run import ADMIN_TOKEN, Seqvend, create_sequence, log, wrk
+from run import (ADMIN_TOKEN, Seqvend, cluster_cpu_seconds, cpu_seconds, create_sequence, log,
+                 wrk)
 from speed import FLOOR, start_floor
 
 ROUNDS = int(os.environ.get("DECOMPOSE_ROUNDS", "3"))
 SECONDS = int(os.environ.get("DECOMPOSE_SECONDS", "8"))
 PORT = int(os.environ.get("LOADTEST_PORT", "18080"))
-TICK = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid):
-    """User and system CPU of one process so far; 0 once it is gone."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / TICK
-
-
-def postgres_cpu():
-    """CPU of every process of the PostgreSQL user (its backends, WAL writer, ...) so far."""
-    pids = subprocess.run(["pgrep", "-u", "postgres"], capture_output=True, text=True).stdout
-    return sum(cpu_seconds(int(pid)) for pid in pids.split())
 
 
 def batches(base):
@@ -63,11 +46,11 @@ def children_cpu(times):
     return times.children_user + times.children_system
 
 
-def one_run(server, floor, base, path, script):
+def one_run(server, floor, pgdata, base, path, script):
     """wrk on one route; µs of CPU per request in each process, and the batch size."""
     def sample():
-        return (cpu_seconds(server.process.pid), cpu_seconds(floor.pid), postgres_cpu(),
-                batches(server.base), os.times())
+        return (cpu_seconds(server.process.pid), cpu_seconds(floor.pid),
+                cluster_cpu_seconds(pgdata), batches(server.base), os.times())
 
     before = sample()
     req_s, failures, _ = wrk(path, script, seconds=SECONDS, base=base)
@@ -108,7 +91,7 @@ def main():
         for round_ in range(ROUNDS):
             for name, base, path, script in routes:
                 log(f"round {round_ + 1} of {ROUNDS}: {name}")
-                figures[name].append(one_run(server, floor, base, path, script))
+                figures[name].append(one_run(server, floor, data_dir / "pgdata", base, path, script))
     finally:
         floor.terminate()
         floor.wait()

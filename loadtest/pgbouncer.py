@@ -26,7 +26,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from run import (ADMIN_TOKEN, PORT, ROOT, Seqvend, api, commit, log, machine, wrk,
+from run import (ADMIN_TOKEN, PORT, ROOT, Seqvend, api, commit, cpu_seconds, log, machine, wrk,
                  write_section, WRK_ROUNDS, WRK_SECONDS)
 
 INSTANCES = ("direct", "pooled", "pgbouncer")
@@ -59,13 +59,6 @@ def start_pgbouncer(work, url):
     return f"{user}@127.0.0.1:{port}/seqvend", work / "pgbouncer" / "pgbouncer.pid"
 
 
-def cpu_seconds(pid_file):
-    """User and system CPU time of the process in `pid_file`, in seconds."""
-    pid = pid_file.read_text().strip()
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def setup():
     for body, path in (({"name": "bench", "min": 1, "max": 10**15}, "/sequences"),
                        ({"name": "orders"}, "/families")):
@@ -83,7 +76,7 @@ def measure(servers, pid_file):
         log(f"round {round_ + 1} of {WRK_ROUNDS}")
         for key, _, path, script, token in ROUTES:
             for instance in INSTANCES:
-                before = cpu_seconds(pid_file)
+                before = cpu_seconds(pid_file.read_text().strip())
                 rate, failures, p99 = wrk(path, script, token=token, base=servers[instance].base)
                 if failures and key != "registry":
                     sys.exit(f"wrk {instance} {path}: {failures} responses were not 2xx")
@@ -92,7 +85,7 @@ def measure(servers, pid_file):
                     # pool's acquire timeout on a loaded machine and answer 503; counted.
                     log(f"wrk {instance} {path}: {failures} responses were 503")
                 if instance == "pgbouncer":
-                    bouncer_cpu += cpu_seconds(pid_file) - before
+                    bouncer_cpu += cpu_seconds(pid_file.read_text().strip()) - before
                     bouncer_requests += rate * WRK_SECONDS
                 runs[(instance, key)].append((rate, p99))
     return runs, bouncer_cpu, bouncer_requests

@@ -224,6 +224,38 @@ def analyze(data_dir):
     subprocess.run([str(psql), "-q", url, "-c", "ANALYZE seqvend.sequences, seqvend.ranges"], check=True)
 
 
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def proc_ticks(pid, fields):
+    """The given /proc/PID/stat fields (utime 14, stime 15, cutime 16, cstime 17), summed, and
+    the process's parent; (0, None) once it is gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0, None
+    rest = text[text.rindex(")") + 2:].split()  # after the command, field 3 onwards
+    return sum(int(rest[f - 3]) for f in fields), int(rest[1])
+
+
+def cpu_seconds(pid):
+    """User and system CPU of one process so far, in seconds; 0 once it is gone."""
+    return proc_ticks(pid, (14, 15))[0] / TICK
+
+
+def cluster_cpu_seconds(pgdata):
+    """CPU seconds of one PostgreSQL cluster so far: its postmaster, the children it has (its
+    backends, WAL writer, ...) and those that have exited."""
+    postmaster = int((Path(pgdata) / "postmaster.pid").read_text().split()[0])
+    total, _ = proc_ticks(postmaster, (14, 15, 16, 17))
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != postmaster:
+            used, parent = proc_ticks(entry, (14, 15))
+            if parent == postmaster:
+                total += used
+    return total / TICK
+
+
 def metric(summary, name, stat):
     return summary["metrics"].get(name, {}).get(stat)
 
