@@ -26,6 +26,7 @@ mod idempotency_batches;
 mod ids;
 mod leases;
 mod leases_never_twice;
+mod marks;
 mod names;
 mod never_twice;
 mod observability;
