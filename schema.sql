@@ -582,7 +582,8 @@ BEGIN
         EXIT WHEN r.id IS NULL;
         PERFORM pg_advisory_xact_lock(1398166087, r.id);
         SELECT g.id, g.status, g.pg_sequence, g.min_value, g.max_value, g.mark,
-               seqvend.range_mark(g.mark, g.high_water) AS high_water INTO r
+               g.high_water IS NULL AS first,
+               seqvend.range_mark(g.id, g.mark, g.high_water) AS high_water INTO r
           FROM seqvend.ranges g WHERE g.id = r.id;
         EXIT WHEN r.status <> 'active';
         blk := seqvend.draw_block(r.pg_sequence, p_count - taken, step, r.min_value,
@@ -590,7 +591,7 @@ BEGIN
         EXIT WHEN blk.taken IS NULL;
         IF blk.taken > 0 THEN
             last := (blk.first::numeric + (blk.taken - 1) * step)::bigint;
-            PERFORM seqvend.write_mark(r.id, r.mark, last);
+            PERFORM seqvend.write_mark(r.id, r.mark, last, r.first);
             n := cardinality(runs_last);
             IF n > 0 AND runs_last[n]::numeric + step = blk.first THEN
                 runs_last[n] := last;
@@ -781,17 +782,28 @@ END
 $$;
 
 --
--- Name: missing_mark(regclass); Type: FUNCTION; Schema: seqvend; Owner: -
+-- Name: mark_lost(integer, text); Type: FUNCTION; Schema: seqvend; Owner: -
 --
 
-CREATE FUNCTION seqvend.missing_mark(p_mark regclass) RETURNS bigint
+CREATE FUNCTION seqvend.mark_lost(p_range integer, p_how text) RETURNS bigint
     LANGUAGE plpgsql
     AS $$
+DECLARE
+    name text := format('seqvend_ranges.m%s', p_range);
 BEGIN
-    RAISE EXCEPTION 'the mark sequence (oid %) of a range is missing', p_mark::oid
-        USING ERRCODE = 'undefined_object',
-              HINT = 'It holds the last value handed out from the range; restore it, with '
-                     'setval(), at no less than that value.';
+    IF p_how = 'missing' THEN
+        RAISE EXCEPTION 'the mark sequence of range % (%) is missing', p_range, name
+            USING ERRCODE = 'undefined_object',
+                  HINT = format('It holds the last value handed out from the range. '
+                                'SELECT seqvend.recreate_mark_sequence(%s) makes it again.',
+                                p_range);
+    END IF;
+    RAISE EXCEPTION 'the mark sequence of range % (%) reads as if nothing had been handed out '
+                    'from the range, but values were', p_range, name
+        USING ERRCODE = 'object_not_in_prerequisite_state',
+              HINT = format('It was reset by hand, or not carried over (logical replication does '
+                            'not copy sequences). Set it to the last value handed out from the '
+                            'range: SELECT setval(''%s'', <last value>).', name);
 END
 $$;
 
@@ -910,16 +922,18 @@ END
 $$;
 
 --
--- Name: range_mark(regclass, bigint); Type: FUNCTION; Schema: seqvend; Owner: -
+-- Name: range_mark(integer, regclass, bigint); Type: FUNCTION; Schema: seqvend; Owner: -
 --
 
-CREATE FUNCTION seqvend.range_mark(p_mark regclass, p_high_water bigint) RETURNS bigint
+CREATE FUNCTION seqvend.range_mark(p_range integer, p_mark regclass, p_high_water bigint) RETURNS bigint
     LANGUAGE sql
     AS $$
     SELECT CASE WHEN p_mark IS NULL THEN p_high_water
-                WHEN pg_catalog.pg_relation_filenode(p_mark) IS NOT NULL
-                    THEN pg_catalog.pg_sequence_last_value(p_mark)
-                ELSE seqvend.missing_mark(p_mark) END
+                WHEN pg_catalog.pg_relation_filenode(p_mark) IS NULL
+                    THEN seqvend.mark_lost(p_range, 'missing')
+                ELSE coalesce(pg_catalog.pg_sequence_last_value(p_mark),
+                              CASE WHEN p_high_water IS NOT NULL
+                                   THEN seqvend.mark_lost(p_range, 'reset') END) END
 $$;
 
 --
@@ -931,7 +945,58 @@ CREATE FUNCTION seqvend.range_mark_shown(p_mark regclass, p_high_water bigint) R
     AS $$
     SELECT CASE WHEN p_mark IS NULL THEN p_high_water
                 WHEN pg_catalog.pg_relation_filenode(p_mark) IS NOT NULL
-                    THEN pg_catalog.pg_sequence_last_value(p_mark) END
+                    THEN coalesce(pg_catalog.pg_sequence_last_value(p_mark), p_high_water) END
+$$;
+
+--
+-- Name: recreate_mark_sequence(integer, bigint); Type: FUNCTION; Schema: seqvend; Owner: -
+--
+
+CREATE FUNCTION seqvend.recreate_mark_sequence(p_range_id integer, p_last bigint DEFAULT NULL::bigint) RETURNS regclass
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    r       record;
+    taken   bigint;
+    called  boolean;
+    last    bigint := p_last;
+    created regclass;
+BEGIN
+    PERFORM set_config('synchronous_commit', 'on', true);
+    SELECT g.sequence_id INTO r FROM seqvend.ranges g WHERE g.id = p_range_id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'no range % in seqvend.ranges', p_range_id
+            USING ERRCODE = 'no_data_found';
+    END IF;
+    PERFORM pg_advisory_xact_lock(1398166353, r.sequence_id);
+    PERFORM pg_advisory_xact_lock(1398166087, p_range_id);
+    SELECT g.mark, g.high_water, g.pg_sequence, s.increment INTO r
+      FROM seqvend.ranges g JOIN seqvend.sequences s ON s.id = g.sequence_id
+     WHERE g.id = p_range_id
+       FOR UPDATE OF g;
+    IF r.mark IS NOT NULL AND pg_catalog.pg_relation_filenode(r.mark) IS NOT NULL THEN
+        RAISE EXCEPTION 'range %''s mark sequence % still exists', p_range_id, r.mark
+            USING ERRCODE = 'duplicate_object',
+                  HINT = 'Only a dropped mark sequence is made again; set a reset one with setval().';
+    END IF;
+    IF last IS NULL THEN
+        IF pg_catalog.pg_relation_filenode(r.pg_sequence) IS NOT NULL THEN
+            EXECUTE format('SELECT last_value, is_called FROM %s', r.pg_sequence) INTO taken, called;
+            IF called THEN
+                last := taken;
+            END IF;
+        END IF;
+        IF r.high_water IS NOT NULL THEN
+            last := CASE WHEN last IS NULL THEN r.high_water
+                         WHEN r.increment > 0 THEN greatest(last, r.high_water)
+                         ELSE least(last, r.high_water) END;
+        END IF;
+    END IF;
+    created := seqvend.create_mark_sequence(p_range_id, last);
+    UPDATE seqvend.ranges SET mark = created, high_water = coalesce(high_water, last)
+     WHERE id = p_range_id;
+    RETURN created;
+END
 $$;
 
 --
@@ -955,7 +1020,7 @@ BEGIN
     PERFORM pg_advisory_xact_lock(1398166353, r.sequence_id);
     PERFORM pg_advisory_xact_lock(1398166087, p_range_id);
     SELECT g.id, g.min_value, g.max_value, g.start_value,
-           seqvend.range_mark(g.mark, g.high_water) AS high_water,
+           seqvend.range_mark(g.id, g.mark, g.high_water) AS high_water,
            g.pg_sequence::oid AS old_oid, s.increment
       INTO r
       FROM seqvend.ranges g JOIN seqvend.sequences s ON s.id = g.sequence_id
@@ -1236,8 +1301,8 @@ BEGIN
                 outcome := 'unavailable';
                 vals := NULL;
                 detail := 'a lock it needs was not granted within lock_timeout: another session '
-                          'holds its PostgreSQL sequence (an open ALTER SEQUENCE?) or its '
-                          'range''s registry row';
+                          'holds its PostgreSQL sequence or its mark sequence (an open ALTER '
+                          'SEQUENCE?)';
             ELSE
                 outcome := 'ok';
             END IF;
@@ -1334,7 +1399,7 @@ BEGIN
                 drawing := cur.name;
                 last_val := pg_sequence_last_value(cur.pg_sequence);
                 next_val := last_val::numeric + cur.seqincrement;
-                mark := seqvend.range_mark(cur.mark, cur.high_water);
+                mark := seqvend.range_mark(cur.range_id, cur.mark, cur.high_water);
                 IF last_val IS NULL OR NOT (next_val BETWEEN cur.min_value AND cur.max_value)
                    OR NOT (mark IS NULL OR CASE WHEN up THEN next_val > mark ELSE next_val < mark END)
                    OR NOT (CASE WHEN up
@@ -1624,17 +1689,19 @@ BEGIN
     END IF;
 
     -- 2. The rows as they stand now that the locks are held (a new statement: a new snapshot).
-    --    A range without a mark sequence of its own (made before them) is not the common
-    --    case: its mark is in its registry row, which the general statement writes.
+    --    Not the common case, left to the general statement: a range without a mark sequence
+    --    of its own (made before them: its mark is in its registry row), and a range whose row
+    --    records no value handed out yet (the general statement records the first).
     SELECT s.status, s.increment, r.status AS range_status, r.pg_sequence, r.min_value,
-           r.max_value, r.mark, ps.seqincrement, ps.seqmin, ps.seqmax
+           r.max_value, r.mark, r.high_water, ps.seqincrement, ps.seqmin, ps.seqmax
       INTO cur
       FROM seqvend.sequences s
       JOIN seqvend.ranges r ON r.id = locked.range_id AND r.sequence_id = s.id
       JOIN pg_catalog.pg_sequence ps ON ps.seqrelid = r.pg_sequence
       JOIN pg_catalog.pg_sequence pm ON pm.seqrelid = r.mark
      WHERE s.id = locked.id AND s.name = p_name;
-    IF NOT FOUND OR cur.status = 'retired' OR cur.range_status <> 'active' THEN
+    IF NOT FOUND OR cur.status = 'retired' OR cur.range_status <> 'active'
+       OR cur.high_water IS NULL THEN
         RETURN NULL;
     END IF;
     up := cur.increment > 0;
@@ -1649,8 +1716,10 @@ BEGIN
         last_val := pg_sequence_last_value(cur.pg_sequence);
         next_val := last_val::numeric + cur.seqincrement;
         mark := pg_sequence_last_value(cur.mark);
-        IF last_val IS NULL OR NOT (next_val BETWEEN cur.min_value AND cur.max_value)
-           OR NOT (mark IS NULL OR CASE WHEN up THEN next_val > mark ELSE next_val < mark END)
+        -- No mark while the row records a value handed out: reset; the general statement
+        -- says so.
+        IF last_val IS NULL OR mark IS NULL OR NOT (next_val BETWEEN cur.min_value AND cur.max_value)
+           OR NOT (CASE WHEN up THEN next_val > mark ELSE next_val < mark END)
            OR NOT (CASE WHEN up
                         THEN least(cur.max_value, cur.seqmax) - next_val
                              >= total::numeric * cur.seqincrement
@@ -1744,7 +1813,7 @@ BEGIN
             RAISE EXCEPTION 'the PostgreSQL sequence of range % is missing', r_id;
         END IF;
         -- Read under the range's lock, as it is written.
-        r_mark := seqvend.range_mark(r_markseq, p_high_water);
+        r_mark := seqvend.range_mark(r_id, r_markseq, p_high_water);
 
         -- The common case, inline: the sequence stands past the mark, inside the range, with
         -- room to spare and the increment seqvend expects. nextval as plain expressions (no
@@ -1800,16 +1869,17 @@ END
 $$;
 
 --
--- Name: write_mark(integer, regclass, bigint); Type: FUNCTION; Schema: seqvend; Owner: -
+-- Name: write_mark(integer, regclass, bigint, boolean); Type: FUNCTION; Schema: seqvend; Owner: -
 --
 
-CREATE FUNCTION seqvend.write_mark(p_range integer, p_mark regclass, p_value bigint) RETURNS void
+CREATE FUNCTION seqvend.write_mark(p_range integer, p_mark regclass, p_value bigint, p_first boolean) RETURNS void
     LANGUAGE plpgsql
     AS $$
 BEGIN
-    IF p_mark IS NULL THEN
+    IF p_mark IS NULL OR p_first THEN
         UPDATE seqvend.ranges SET high_water = p_value WHERE id = p_range;
-    ELSE
+    END IF;
+    IF p_mark IS NOT NULL THEN
         PERFORM setval(p_mark, p_value, true);
     END IF;
 END
@@ -1827,7 +1897,7 @@ DECLARE
     m       record;
 BEGIN
     FOR m IN
-        SELECT f.id, f.mark, r.mark AS mark_sequence
+        SELECT f.id, f.mark, r.mark AS mark_sequence, r.high_water IS NULL AS first
           FROM (SELECT u.id, CASE WHEN bool_and(u.up) THEN max(u.mark) ELSE min(u.mark) END AS mark
                   FROM unnest(p_ranges, p_marks, p_up) AS u(id, mark, up)
                  GROUP BY u.id) AS f
@@ -1835,10 +1905,10 @@ BEGIN
          ORDER BY f.id
     LOOP
         BEGIN
-            PERFORM seqvend.write_mark(m.id, m.mark_sequence, m.mark);
+            PERFORM seqvend.write_mark(m.id, m.mark_sequence, m.mark, m.first);
             written := written || m.id;
-        EXCEPTION WHEN lock_not_available OR deadlock_detected THEN
-            NULL;  -- held: that range's values are not handed out
+        EXCEPTION WHEN OTHERS THEN
+            NULL;  -- held, or altered by hand: that range's values are not handed out
         END;
     END LOOP;
     RETURN written;

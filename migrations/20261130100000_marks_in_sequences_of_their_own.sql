@@ -13,20 +13,25 @@
 -- - setval() is not undone by a rollback, as nextval() is not. The mark is only ever set to a
 --   value nextval() or a block draw has already taken from the range's sequence, so after a
 --   rollback it stands where the sequence already stands past: the values between are gaps,
---   as they were. (A rollback after a rewind's repair leaves the repair undone and the mark
---   past it: the next draw sees the rewind again and repairs it again.)
+--   as they were. (A rollback after a rewind's repair loses the repair's event; the repair
+--   itself, a setval() too, stays, as before.)
 -- - setval() assigns the transaction its id, so the commit writes a record and waits for
 --   the WAL flush (and a synchronous standby) that covers the mark, before any value leaves.
--- - is_called = false reads as NULL: nothing handed out yet.
+-- - is_called = false reads as NULL: nothing handed out yet. The first value handed out is
+--   also written to the registry row (high_water, once), so a mark sequence that reads NULL
+--   later (reset by hand, or not carried over: logical replication copies rows, not
+--   sequences) fails the range's draws closed rather than letting its values out again.
+--   recreate_mark_sequence() makes a dropped one again.
 -- - Another session holding the mark sequence (an open ALTER SEQUENCE) makes its range's
 --   draws answer `unavailable` after lock_timeout, as a held registry row did. A held
 --   registry row no longer stops a draw.
 --
 -- Ranges made before this migration keep their mark in `high_water` until they are given a
 -- mark sequence (give_range_a_mark(), which seqvend runs for each at start, one transaction
--- each): every reader takes range_mark(mark, high_water), every writer write_mark(). A range
--- inserted by any path (an older instance included) gets its mark sequence from a trigger.
--- `high_water` is then frozen: kept for instances of earlier releases, which read it.
+-- each): every reader takes range_mark(), every writer write_mark(). A range inserted by any
+-- path (an older instance included) gets its mark sequence from a trigger. Once a range has
+-- one, `high_water` no longer follows the mark: instances of an earlier release, which read
+-- it for listings and carrier look-ups, see it as it stood.
 
 ALTER TABLE seqvend.ranges ADD COLUMN mark regclass UNIQUE;
 
@@ -34,31 +39,49 @@ COMMENT ON COLUMN seqvend.ranges.mark IS
     'The sequence holding the last value handed out from this range (NULL while none). '
     'NULL for a range made before mark sequences: its mark is high_water.';
 COMMENT ON COLUMN seqvend.ranges.high_water IS
-    'The last value handed out, for a range without a mark sequence; frozen once it has one.';
+    'For a range without a mark sequence, the last value handed out. For one with, a value '
+    'handed out (the first, or the mark when it got its mark sequence); NULL while none.';
 
--- Raises the error a missing mark sequence is: nothing can be told about what was handed out.
-CREATE FUNCTION seqvend.missing_mark(p_mark regclass)
+-- Raises the error a lost mark is: nothing can then tell what was handed out from the range.
+-- p_how: 'missing' (the mark sequence was dropped) or 'reset' (it reads as if nothing had been
+-- handed out, while the registry row records that something was).
+CREATE FUNCTION seqvend.mark_lost(p_range integer, p_how text)
     RETURNS bigint
     LANGUAGE plpgsql
 AS $$
+DECLARE
+    name text := format('seqvend_ranges.m%s', p_range);
 BEGIN
-    RAISE EXCEPTION 'the mark sequence (oid %) of a range is missing', p_mark::oid
-        USING ERRCODE = 'undefined_object',
-              HINT = 'It holds the last value handed out from the range; restore it, with '
-                     'setval(), at no less than that value.';
+    IF p_how = 'missing' THEN
+        RAISE EXCEPTION 'the mark sequence of range % (%) is missing', p_range, name
+            USING ERRCODE = 'undefined_object',
+                  HINT = format('It holds the last value handed out from the range. '
+                                'SELECT seqvend.recreate_mark_sequence(%s) makes it again.',
+                                p_range);
+    END IF;
+    RAISE EXCEPTION 'the mark sequence of range % (%) reads as if nothing had been handed out '
+                    'from the range, but values were', p_range, name
+        USING ERRCODE = 'object_not_in_prerequisite_state',
+              HINT = format('It was reset by hand, or not carried over (logical replication does '
+                            'not copy sequences). Set it to the last value handed out from the '
+                            'range: SELECT setval(''%s'', <last value>).', name);
 END
 $$;
 
 -- A range's mark: the last value handed out from it, NULL while none. Read it holding the
--- range's SVRG lock where the answer decides a draw. (An SQL expression PostgreSQL inlines.)
-CREATE FUNCTION seqvend.range_mark(p_mark regclass, p_high_water bigint)
+-- range's SVRG lock where the answer decides a draw. A mark sequence dropped, or reset while
+-- the registry row records a value handed out (high_water is written at the first), is an
+-- error: it fails closed. (An SQL expression PostgreSQL inlines.)
+CREATE FUNCTION seqvend.range_mark(p_range integer, p_mark regclass, p_high_water bigint)
     RETURNS bigint
     LANGUAGE sql VOLATILE
 AS $$
     SELECT CASE WHEN p_mark IS NULL THEN p_high_water
-                WHEN pg_catalog.pg_relation_filenode(p_mark) IS NOT NULL
-                    THEN pg_catalog.pg_sequence_last_value(p_mark)
-                ELSE seqvend.missing_mark(p_mark) END
+                WHEN pg_catalog.pg_relation_filenode(p_mark) IS NULL
+                    THEN seqvend.mark_lost(p_range, 'missing')
+                ELSE coalesce(pg_catalog.pg_sequence_last_value(p_mark),
+                              CASE WHEN p_high_water IS NOT NULL
+                                   THEN seqvend.mark_lost(p_range, 'reset') END) END
 $$;
 
 -- range_mark() for what is only shown (a listing, a gauge, a look-up): NULL, not an error,
@@ -70,19 +93,24 @@ CREATE FUNCTION seqvend.range_mark_shown(p_mark regclass, p_high_water bigint)
 AS $$
     SELECT CASE WHEN p_mark IS NULL THEN p_high_water
                 WHEN pg_catalog.pg_relation_filenode(p_mark) IS NOT NULL
-                    THEN pg_catalog.pg_sequence_last_value(p_mark) END
+                    THEN coalesce(pg_catalog.pg_sequence_last_value(p_mark), p_high_water) END
 $$;
 
 -- Writes a range's mark, holding its SVRG lock: its mark sequence, or, for a range without
--- one, its registry row.
-CREATE FUNCTION seqvend.write_mark(p_range integer, p_mark regclass, p_value bigint)
+-- one, its registry row. p_first: the registry row records no value handed out yet
+-- (high_water NULL); the first is written there too, so that a mark sequence found reset
+-- later (by hand, or not carried over by a migration) fails closed instead of reading as
+-- "nothing handed out".
+CREATE FUNCTION seqvend.write_mark(p_range integer, p_mark regclass, p_value bigint,
+                                   p_first boolean)
     RETURNS void
     LANGUAGE plpgsql
 AS $$
 BEGIN
-    IF p_mark IS NULL THEN
+    IF p_mark IS NULL OR p_first THEN
         UPDATE seqvend.ranges SET high_water = p_value WHERE id = p_range;
-    ELSE
+    END IF;
+    IF p_mark IS NOT NULL THEN
         PERFORM setval(p_mark, p_value, true);
     END IF;
 END
@@ -159,9 +187,63 @@ BEGIN
 END
 $$;
 
+-- Makes the mark sequence of range p_range_id again after it was dropped, at p_last, the
+-- last value handed out from the range; by default the most the registry knows: the range's
+-- sequence's position (every draw passes it; none succeeded while the mark was missing) or
+-- the registry row's mark, whichever is further. Refuses while the range's mark sequence
+-- exists: a reset one is set with setval().
+CREATE FUNCTION seqvend.recreate_mark_sequence(p_range_id integer, p_last bigint DEFAULT NULL)
+    RETURNS regclass
+    LANGUAGE plpgsql
+AS $$
+DECLARE
+    r       record;
+    taken   bigint;
+    called  boolean;
+    last    bigint := p_last;
+    created regclass;
+BEGIN
+    PERFORM set_config('synchronous_commit', 'on', true);
+    SELECT g.sequence_id INTO r FROM seqvend.ranges g WHERE g.id = p_range_id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'no range % in seqvend.ranges', p_range_id
+            USING ERRCODE = 'no_data_found';
+    END IF;
+    PERFORM pg_advisory_xact_lock(1398166353, r.sequence_id);
+    PERFORM pg_advisory_xact_lock(1398166087, p_range_id);
+    SELECT g.mark, g.high_water, g.pg_sequence, s.increment INTO r
+      FROM seqvend.ranges g JOIN seqvend.sequences s ON s.id = g.sequence_id
+     WHERE g.id = p_range_id
+       FOR UPDATE OF g;
+    IF r.mark IS NOT NULL AND pg_catalog.pg_relation_filenode(r.mark) IS NOT NULL THEN
+        RAISE EXCEPTION 'range %''s mark sequence % still exists', p_range_id, r.mark
+            USING ERRCODE = 'duplicate_object',
+                  HINT = 'Only a dropped mark sequence is made again; set a reset one with setval().';
+    END IF;
+    IF last IS NULL THEN
+        IF pg_catalog.pg_relation_filenode(r.pg_sequence) IS NOT NULL THEN
+            EXECUTE format('SELECT last_value, is_called FROM %s', r.pg_sequence) INTO taken, called;
+            IF called THEN
+                last := taken;
+            END IF;
+        END IF;
+        IF r.high_water IS NOT NULL THEN
+            last := CASE WHEN last IS NULL THEN r.high_water
+                         WHEN r.increment > 0 THEN greatest(last, r.high_water)
+                         ELSE least(last, r.high_water) END;
+        END IF;
+    END IF;
+    created := seqvend.create_mark_sequence(p_range_id, last);
+    UPDATE seqvend.ranges SET mark = created, high_water = coalesce(high_water, last)
+     WHERE id = p_range_id;
+    RETURN created;
+END
+$$;
+
 -- The marks a batch drew, written (folded per range first: its last value), each range's by
--- itself: a mark sequence or a registry row another session holds costs only the values of
--- the sequences drawn from that range, after lock_timeout. Returns the ranges written.
+-- itself: a mark sequence or a registry row another session holds (after lock_timeout), or a
+-- mark sequence altered by hand so that the value no longer fits, costs only the values of the
+-- sequences drawn from that range. Returns the ranges written.
 CREATE OR REPLACE FUNCTION seqvend.write_marks(p_ranges integer[], p_marks bigint[], p_up boolean[])
     RETURNS integer[]
     LANGUAGE plpgsql VOLATILE
@@ -171,7 +253,7 @@ DECLARE
     m       record;
 BEGIN
     FOR m IN
-        SELECT f.id, f.mark, r.mark AS mark_sequence
+        SELECT f.id, f.mark, r.mark AS mark_sequence, r.high_water IS NULL AS first
           FROM (SELECT u.id, CASE WHEN bool_and(u.up) THEN max(u.mark) ELSE min(u.mark) END AS mark
                   FROM unnest(p_ranges, p_marks, p_up) AS u(id, mark, up)
                  GROUP BY u.id) AS f
@@ -179,10 +261,10 @@ BEGIN
          ORDER BY f.id
     LOOP
         BEGIN
-            PERFORM seqvend.write_mark(m.id, m.mark_sequence, m.mark);
+            PERFORM seqvend.write_mark(m.id, m.mark_sequence, m.mark, m.first);
             written := written || m.id;
-        EXCEPTION WHEN lock_not_available OR deadlock_detected THEN
-            NULL;  -- held: that range's values are not handed out
+        EXCEPTION WHEN OTHERS THEN
+            NULL;  -- held, or altered by hand: that range's values are not handed out
         END;
     END LOOP;
     RETURN written;
@@ -305,7 +387,7 @@ BEGIN
             RAISE EXCEPTION 'the PostgreSQL sequence of range % is missing', r_id;
         END IF;
         -- Read under the range's lock, as it is written.
-        r_mark := seqvend.range_mark(r_markseq, p_high_water);
+        r_mark := seqvend.range_mark(r_id, r_markseq, p_high_water);
 
         -- The common case, inline: the sequence stands past the mark, inside the range, with
         -- room to spare and the increment seqvend expects. nextval as plain expressions (no
@@ -400,17 +482,19 @@ BEGIN
     END IF;
 
     -- 2. The rows as they stand now that the locks are held (a new statement: a new snapshot).
-    --    A range without a mark sequence of its own (made before them) is not the common
-    --    case: its mark is in its registry row, which the general statement writes.
+    --    Not the common case, left to the general statement: a range without a mark sequence
+    --    of its own (made before them: its mark is in its registry row), and a range whose row
+    --    records no value handed out yet (the general statement records the first).
     SELECT s.status, s.increment, r.status AS range_status, r.pg_sequence, r.min_value,
-           r.max_value, r.mark, ps.seqincrement, ps.seqmin, ps.seqmax
+           r.max_value, r.mark, r.high_water, ps.seqincrement, ps.seqmin, ps.seqmax
       INTO cur
       FROM seqvend.sequences s
       JOIN seqvend.ranges r ON r.id = locked.range_id AND r.sequence_id = s.id
       JOIN pg_catalog.pg_sequence ps ON ps.seqrelid = r.pg_sequence
       JOIN pg_catalog.pg_sequence pm ON pm.seqrelid = r.mark
      WHERE s.id = locked.id AND s.name = p_name;
-    IF NOT FOUND OR cur.status = 'retired' OR cur.range_status <> 'active' THEN
+    IF NOT FOUND OR cur.status = 'retired' OR cur.range_status <> 'active'
+       OR cur.high_water IS NULL THEN
         RETURN NULL;
     END IF;
     up := cur.increment > 0;
@@ -425,8 +509,10 @@ BEGIN
         last_val := pg_sequence_last_value(cur.pg_sequence);
         next_val := last_val::numeric + cur.seqincrement;
         mark := pg_sequence_last_value(cur.mark);
-        IF last_val IS NULL OR NOT (next_val BETWEEN cur.min_value AND cur.max_value)
-           OR NOT (mark IS NULL OR CASE WHEN up THEN next_val > mark ELSE next_val < mark END)
+        -- No mark while the row records a value handed out: reset; the general statement
+        -- says so.
+        IF last_val IS NULL OR mark IS NULL OR NOT (next_val BETWEEN cur.min_value AND cur.max_value)
+           OR NOT (CASE WHEN up THEN next_val > mark ELSE next_val < mark END)
            OR NOT (CASE WHEN up
                         THEN least(cur.max_value, cur.seqmax) - next_val
                              >= total::numeric * cur.seqincrement
@@ -539,7 +625,7 @@ BEGIN
                 drawing := cur.name;
                 last_val := pg_sequence_last_value(cur.pg_sequence);
                 next_val := last_val::numeric + cur.seqincrement;
-                mark := seqvend.range_mark(cur.mark, cur.high_water);
+                mark := seqvend.range_mark(cur.range_id, cur.mark, cur.high_water);
                 IF last_val IS NULL OR NOT (next_val BETWEEN cur.min_value AND cur.max_value)
                    OR NOT (mark IS NULL OR CASE WHEN up THEN next_val > mark ELSE next_val < mark END)
                    OR NOT (CASE WHEN up
@@ -693,7 +779,8 @@ BEGIN
         EXIT WHEN r.id IS NULL;
         PERFORM pg_advisory_xact_lock(1398166087, r.id);
         SELECT g.id, g.status, g.pg_sequence, g.min_value, g.max_value, g.mark,
-               seqvend.range_mark(g.mark, g.high_water) AS high_water INTO r
+               g.high_water IS NULL AS first,
+               seqvend.range_mark(g.id, g.mark, g.high_water) AS high_water INTO r
           FROM seqvend.ranges g WHERE g.id = r.id;
         EXIT WHEN r.status <> 'active';
         blk := seqvend.draw_block(r.pg_sequence, p_count - taken, step, r.min_value,
@@ -701,7 +788,7 @@ BEGIN
         EXIT WHEN blk.taken IS NULL;
         IF blk.taken > 0 THEN
             last := (blk.first::numeric + (blk.taken - 1) * step)::bigint;
-            PERFORM seqvend.write_mark(r.id, r.mark, last);
+            PERFORM seqvend.write_mark(r.id, r.mark, last, r.first);
             n := cardinality(runs_last);
             IF n > 0 AND runs_last[n]::numeric + step = blk.first THEN
                 runs_last[n] := last;
@@ -735,7 +822,7 @@ BEGIN
     PERFORM pg_advisory_xact_lock(1398166353, r.sequence_id);
     PERFORM pg_advisory_xact_lock(1398166087, p_range_id);
     SELECT g.id, g.min_value, g.max_value, g.start_value,
-           seqvend.range_mark(g.mark, g.high_water) AS high_water,
+           seqvend.range_mark(g.id, g.mark, g.high_water) AS high_water,
            g.pg_sequence::oid AS old_oid, s.increment
       INTO r
       FROM seqvend.ranges g JOIN seqvend.sequences s ON s.id = g.sequence_id
@@ -761,5 +848,42 @@ BEGIN
     END IF;
     UPDATE seqvend.ranges SET pg_sequence = created WHERE id = p_range_id;
     RETURN created;
+END
+$$;
+
+-- The vend statement, its one-sequence answer naming the mark sequence.
+CREATE OR REPLACE FUNCTION seqvend.vend(p_names text[], p_counts integer[])
+    RETURNS TABLE(requests integer[], outcome text, vals bigint[], detail text)
+    LANGUAGE plpgsql
+    SET plan_cache_mode = force_generic_plan
+AS $$
+BEGIN
+    IF cardinality(p_names) > 0 AND p_names[1] = ALL (p_names) THEN
+        -- The settings vend_batch() would make, before any lock is asked for.
+        PERFORM set_config('synchronous_commit', 'on', true),
+                set_config('lock_timeout',
+                           coalesce(nullif(current_setting('seqvend.lock_timeout', true), ''),
+                                    '200'),
+                           true);
+        vals := seqvend.vend_one_sequence(p_names[1], p_counts);
+        IF vals IS NOT NULL THEN
+            requests := '{}';
+            FOR i IN 1 .. cardinality(p_names) LOOP
+                requests := requests || i;
+            END LOOP;
+            IF cardinality(vals) = 0 THEN
+                outcome := 'unavailable';
+                vals := NULL;
+                detail := 'a lock it needs was not granted within lock_timeout: another session '
+                          'holds its PostgreSQL sequence or its mark sequence (an open ALTER '
+                          'SEQUENCE?)';
+            ELSE
+                outcome := 'ok';
+            END IF;
+            RETURN NEXT;
+            RETURN;
+        END IF;
+    END IF;
+    RETURN QUERY SELECT * FROM seqvend.vend_batch(p_names, p_counts);
 END
 $$;

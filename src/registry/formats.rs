@@ -47,10 +47,11 @@ pub struct Issued {
 
 /// The sequence (of the given format) that already handed out the given serial, if any.
 ///
-/// "Handed out" is a range's high-water mark, the last value seqvend vended from it: not the
-/// range's PostgreSQL sequence position (`range_last_value`), which also counts values drawn
-/// by hand or by statements that then failed, none of which reached a client. Values between
-/// the range's start and its mark, on the increment's steps, were vended.
+/// "Handed out" is a range's mark, the last value seqvend vended from it: not the range's
+/// PostgreSQL sequence position (`range_last_value`), which also counts values drawn by hand,
+/// none of which reached a client. Values between the range's start and its mark, on the
+/// increment's steps, were vended, but for the gaps: a draw whose statement failed after
+/// writing the mark (it is a sequence, not undone by a rollback) leaves its values counted.
 pub async fn issued(pool: &Registry, origins: &[Origin]) -> Result<Option<Issued>, RegistryError> {
     if origins.is_empty() {
         return Ok(None);

@@ -89,7 +89,7 @@ async fn a_cached_sequence_hands_out_values_from_memory_drawn_in_leased_blocks()
         .connect()
         .await
         .query_one(
-            "SELECT seqvend.range_mark(mark, high_water) FROM seqvend.ranges",
+            "SELECT seqvend.range_mark(id, mark, high_water) FROM seqvend.ranges",
             &[],
         )
         .await

@@ -73,7 +73,7 @@ async fn a_range_made_before_mark_sequences_keeps_its_mark_in_its_row_until_the_
     let (range, sequence) = active_range(&dba, "older").await;
     // As an earlier release left it: the mark in the row, no mark sequence.
     dba.batch_execute(&format!(
-        "UPDATE seqvend.ranges SET high_water = seqvend.range_mark(mark, high_water), \
+        "UPDATE seqvend.ranges SET high_water = seqvend.range_mark(id, mark, high_water), \
                 mark = NULL WHERE id = {range}; \
          DROP SEQUENCE seqvend_ranges.m{range}"
     ))
@@ -118,15 +118,15 @@ async fn a_range_made_before_mark_sequences_keeps_its_mark_in_its_row_until_the_
 }
 
 /// A mark sequence dropped by hand: nothing can tell what was handed out, so the sequence's
-/// draws fail, alone, with an error that says what is missing; its reads and the other
-/// sequences go on.
+/// draws fail, alone, with an error that names it and says how to make it again; its reads and
+/// the other sequences go on. Made again, draws go on past the last value handed out.
 #[tokio::test(flavor = "multi_thread")]
-async fn a_dropped_mark_sequence_fails_only_its_own_draws_with_a_clear_error() {
+async fn a_dropped_mark_sequence_fails_only_its_own_draws_until_it_is_made_again() {
     let db = TestDb::shared().await;
     let app = spawn_app_on(&db, test_settings()).await;
     app.create_ok("unmarked", 1, 1000).await;
     app.create_ok("fine", 5000, 6000).await;
-    assert_eq!(app.next_value("unmarked").await, 1);
+    assert_eq!(values_of(&app.next_batch("unmarked", 3).await), [1, 2, 3]);
     let dba = db.connect().await;
     let (range, _) = active_range(&dba, "unmarked").await;
     dba.batch_execute(&format!("DROP SEQUENCE seqvend_ranges.m{range}"))
@@ -136,7 +136,91 @@ async fn a_dropped_mark_sequence_fails_only_its_own_draws_with_a_clear_error() {
     let reply = app.next("unmarked").await;
     reply.assert_error(500, "sequence_failed");
     let message = reply.body["message"].as_str().unwrap();
-    assert!(message.contains("mark sequence"), "{message}");
+    assert!(
+        message.contains(&format!("seqvend_ranges.m{range}")) && message.contains("missing"),
+        "{message}"
+    );
     assert_eq!(app.next_value("fine").await, 5000);
     assert_eq!(app.get("unmarked").await.status, 200, "reading still works");
+
+    dba.batch_execute(&format!("SELECT seqvend.recreate_mark_sequence({range})"))
+        .await
+        .unwrap();
+    assert_eq!(app.next_value("unmarked").await, 4);
+}
+
+/// A mark sequence reset by hand, or not carried over by a migration (logical replication
+/// copies the registry's rows, not its sequences), reads as "nothing handed out": the draws of
+/// its sequence fail closed rather than hand its values out again, until it is set.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_mark_sequence_reset_fails_its_draws_closed_until_it_is_set() {
+    let db = TestDb::shared().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    app.create_ok("moved", 1, 1000).await;
+    app.create_ok("fine", 5000, 6000).await;
+    assert_eq!(
+        values_of(&app.next_batch("moved", 5).await),
+        [1, 2, 3, 4, 5]
+    );
+    let dba = db.connect().await;
+    let (range, sequence) = active_range(&dba, "moved").await;
+    // As a new cluster fed by logical replication has them: both sequences at their start.
+    dba.batch_execute(&format!(
+        "ALTER SEQUENCE {sequence} RESTART; ALTER SEQUENCE seqvend_ranges.m{range} RESTART"
+    ))
+    .await
+    .unwrap();
+
+    for asked in [1, 3] {
+        let reply = app.next_batch("moved", asked).await;
+        reply.assert_error(500, "sequence_failed");
+        let message = reply.body["message"].as_str().unwrap();
+        assert!(
+            message.contains("as if nothing had been handed out"),
+            "{message}"
+        );
+    }
+    assert_eq!(app.next_value("fine").await, 5000);
+
+    dba.batch_execute(&format!("SELECT setval('seqvend_ranges.m{range}', 5)"))
+        .await
+        .unwrap();
+    assert_eq!(values_of(&app.next_batch("moved", 2).await), [6, 7]);
+}
+
+/// A mark sequence altered by hand so that the next mark no longer fits it: that sequence
+/// goes without, the other sequences of the batch get their values.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_mark_sequence_altered_out_of_bounds_fails_only_its_sequence_of_the_batch() {
+    let db = TestDb::shared().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    let client = db.connect().await;
+    for name in ["m1", "m2"] {
+        app.create_ok(name, 1, 1000).await;
+        assert_eq!(app.next_value(name).await, 1);
+    }
+    let (range, _) = active_range(&client, "m1").await;
+    client
+        .batch_execute(&format!(
+            "ALTER SEQUENCE seqvend_ranges.m{range} MAXVALUE 2"
+        ))
+        .await
+        .unwrap();
+    let rows = client
+        .query(
+            "SELECT outcome, vals FROM seqvend.vend('{m1,m1,m2,m2}', '{1,1,1,1}') \
+              ORDER BY requests[1]",
+            &[],
+        )
+        .await
+        .unwrap();
+    let answers: Vec<(String, Option<Vec<i64>>)> =
+        rows.iter().map(|row| (row.get(0), row.get(1))).collect();
+    assert_eq!(
+        answers,
+        [
+            ("unavailable".to_owned(), None),
+            ("ok".to_owned(), Some(vec![2, 3]))
+        ]
+    );
 }
