@@ -56,7 +56,9 @@ BEGIN
         RAISE EXCEPTION 'the mark sequence of range % (%) is missing', p_range, name
             USING ERRCODE = 'undefined_object',
                   HINT = format('It holds the last value handed out from the range. '
-                                'SELECT seqvend.recreate_mark_sequence(%s) makes it again.',
+                                'SELECT seqvend.recreate_mark_sequence(%s, <last value handed '
+                                'out>) makes it again; if that value is not known, the '
+                                'range''s own last value is safe: the range is then used up.',
                                 p_range);
     END IF;
     RAISE EXCEPTION 'the mark sequence of range % (%) reads as if nothing had been handed out '
@@ -85,15 +87,15 @@ AS $$
 $$;
 
 -- range_mark() for what is only shown (a listing, a gauge, a look-up): NULL, not an error,
--- where the mark sequence is missing, so that one range a DBA broke does not fail the reads of
--- every other.
+-- where the mark sequence is missing or reset, so that one range a DBA broke does not fail the
+-- reads of every other (nor shows high_water, the first value handed out, as its last).
 CREATE FUNCTION seqvend.range_mark_shown(p_mark regclass, p_high_water bigint)
     RETURNS bigint
     LANGUAGE sql VOLATILE
 AS $$
     SELECT CASE WHEN p_mark IS NULL THEN p_high_water
                 WHEN pg_catalog.pg_relation_filenode(p_mark) IS NOT NULL
-                    THEN coalesce(pg_catalog.pg_sequence_last_value(p_mark), p_high_water) END
+                    THEN pg_catalog.pg_sequence_last_value(p_mark) END
 $$;
 
 -- Writes a range's mark, holding its SVRG lock: its mark sequence, or, for a range without
@@ -187,20 +189,19 @@ BEGIN
 END
 $$;
 
--- Makes the mark sequence of range p_range_id again after it was dropped, at p_last, the
--- last value handed out from the range; by default the most the registry knows: the range's
--- sequence's position (every draw passes it; none succeeded while the mark was missing) or
--- the registry row's mark, whichever is further. Refuses while the range's mark sequence
--- exists: a reset one is set with setval().
-CREATE FUNCTION seqvend.recreate_mark_sequence(p_range_id integer, p_last bigint DEFAULT NULL)
+-- Makes the mark sequence of range p_range_id again after it was dropped, at p_last, the last
+-- value handed out from the range (NULL: none was). Nothing in the database knows that value
+-- for sure once the mark is gone (the range's sequence may have been moved back, high_water
+-- holds the first value handed out), so it is the operator's to give; the range's own last
+-- value is always safe (the range is then used up and draws go on from its next). Refuses
+-- while the range's mark sequence exists (a reset one is set with setval()) and a p_last
+-- before the value the registry row records.
+CREATE FUNCTION seqvend.recreate_mark_sequence(p_range_id integer, p_last bigint)
     RETURNS regclass
     LANGUAGE plpgsql
 AS $$
 DECLARE
     r       record;
-    taken   bigint;
-    called  boolean;
-    last    bigint := p_last;
     created regclass;
 BEGIN
     PERFORM set_config('synchronous_commit', 'on', true);
@@ -211,7 +212,7 @@ BEGIN
     END IF;
     PERFORM pg_advisory_xact_lock(1398166353, r.sequence_id);
     PERFORM pg_advisory_xact_lock(1398166087, p_range_id);
-    SELECT g.mark, g.high_water, g.pg_sequence, s.increment INTO r
+    SELECT g.mark, g.high_water, s.increment INTO r
       FROM seqvend.ranges g JOIN seqvend.sequences s ON s.id = g.sequence_id
      WHERE g.id = p_range_id
        FOR UPDATE OF g;
@@ -220,21 +221,17 @@ BEGIN
             USING ERRCODE = 'duplicate_object',
                   HINT = 'Only a dropped mark sequence is made again; set a reset one with setval().';
     END IF;
-    IF last IS NULL THEN
-        IF pg_catalog.pg_relation_filenode(r.pg_sequence) IS NOT NULL THEN
-            EXECUTE format('SELECT last_value, is_called FROM %s', r.pg_sequence) INTO taken, called;
-            IF called THEN
-                last := taken;
-            END IF;
-        END IF;
-        IF r.high_water IS NOT NULL THEN
-            last := CASE WHEN last IS NULL THEN r.high_water
-                         WHEN r.increment > 0 THEN greatest(last, r.high_water)
-                         ELSE least(last, r.high_water) END;
-        END IF;
+    IF r.high_water IS NOT NULL
+       AND (p_last IS NULL
+            OR CASE WHEN r.increment > 0 THEN p_last < r.high_water ELSE p_last > r.high_water END) THEN
+        RAISE EXCEPTION 'values up to at least % were handed out from range %', r.high_water,
+                        p_range_id
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Give the last value handed out; if it is not known, the range''s own '
+                         'last value is safe: the range is then used up.';
     END IF;
-    created := seqvend.create_mark_sequence(p_range_id, last);
-    UPDATE seqvend.ranges SET mark = created, high_water = coalesce(high_water, last)
+    created := seqvend.create_mark_sequence(p_range_id, p_last);
+    UPDATE seqvend.ranges SET mark = created, high_water = coalesce(high_water, p_last)
      WHERE id = p_range_id;
     RETURN created;
 END
@@ -249,20 +246,38 @@ CREATE OR REPLACE FUNCTION seqvend.write_marks(p_ranges integer[], p_marks bigin
     LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
-    written integer[] := '{}';
-    m       record;
+    ids       integer[];
+    marks     bigint[];
+    sequences regclass[];
+    firsts    boolean[];
+    writing   integer;
+    refused   integer;
+    written   integer[] := '{}';
 BEGIN
-    FOR m IN
-        SELECT f.id, f.mark, r.mark AS mark_sequence, r.high_water IS NULL AS first
-          FROM (SELECT u.id, CASE WHEN bool_and(u.up) THEN max(u.mark) ELSE min(u.mark) END AS mark
-                  FROM unnest(p_ranges, p_marks, p_up) AS u(id, mark, up)
-                 GROUP BY u.id) AS f
-          JOIN seqvend.ranges r ON r.id = f.id
-         ORDER BY f.id
-    LOOP
+    SELECT array_agg(f.id ORDER BY f.id), array_agg(f.mark ORDER BY f.id),
+           array_agg(r.mark ORDER BY f.id), array_agg(r.high_water IS NULL ORDER BY f.id)
+      INTO ids, marks, sequences, firsts
+      FROM (SELECT u.id, CASE WHEN bool_and(u.up) THEN max(u.mark) ELSE min(u.mark) END AS mark
+              FROM unnest(p_ranges, p_marks, p_up) AS u(id, mark, up)
+             GROUP BY u.id) AS f
+      JOIN seqvend.ranges r ON r.id = f.id;
+    -- All in one exception block, the common case.
+    BEGIN
+        FOR i IN 1 .. coalesce(cardinality(ids), 0) LOOP
+            writing := ids[i];
+            PERFORM seqvend.write_mark(ids[i], sequences[i], marks[i], firsts[i]);
+        END LOOP;
+        RETURN coalesce(ids, '{}');
+    EXCEPTION WHEN OTHERS THEN
+        refused := writing;  -- its lock already waited for, or it cannot be written
+    END;
+    -- One failed: each of the others by itself. (A setval already made is not undone; it is
+    -- made again.)
+    FOR i IN 1 .. cardinality(ids) LOOP
+        CONTINUE WHEN ids[i] = refused;
         BEGIN
-            PERFORM seqvend.write_mark(m.id, m.mark_sequence, m.mark, m.first);
-            written := written || m.id;
+            PERFORM seqvend.write_mark(ids[i], sequences[i], marks[i], firsts[i]);
+            written := written || ids[i];
         EXCEPTION WHEN OTHERS THEN
             NULL;  -- held, or altered by hand: that range's values are not handed out
         END;
@@ -625,8 +640,14 @@ BEGIN
                 drawing := cur.name;
                 last_val := pg_sequence_last_value(cur.pg_sequence);
                 next_val := last_val::numeric + cur.seqincrement;
-                mark := seqvend.range_mark(cur.range_id, cur.mark, cur.high_water);
-                IF last_val IS NULL OR NOT (next_val BETWEEN cur.min_value AND cur.max_value)
+                -- The mark as range_mark() reads it, but one that reads NULL from a mark
+                -- sequence (nothing handed out yet, or reset) is left to the per-sequence path,
+                -- which tells the two apart, and a missing one fails the attempt: that path
+                -- names it.
+                mark := CASE WHEN cur.mark IS NULL THEN cur.high_water
+                             ELSE pg_sequence_last_value(cur.mark) END;
+                IF last_val IS NULL OR (mark IS NULL AND cur.mark IS NOT NULL)
+                   OR NOT (next_val BETWEEN cur.min_value AND cur.max_value)
                    OR NOT (mark IS NULL OR CASE WHEN up THEN next_val > mark ELSE next_val < mark END)
                    OR NOT (CASE WHEN up
                                 THEN least(cur.max_value, cur.seqmax) - next_val
@@ -739,8 +760,9 @@ BEGIN
             outcome := 'unavailable';
             vals := NULL;
             detail := 'a lock it needs was not granted within lock_timeout: another session '
-                      'holds the mark sequence of one of its ranges (an open ALTER SEQUENCE?) '
-                      'or, for a range without one, its registry row';
+                      'holds the mark sequence of one of its ranges (an open ALTER SEQUENCE?) or '
+                      'its registry row (written at a range''s first draw); or the mark sequence '
+                      'was altered by hand';
         END IF;
         RETURN NEXT;
     END LOOP;

@@ -119,7 +119,7 @@ async fn a_range_made_before_mark_sequences_keeps_its_mark_in_its_row_until_the_
 
 /// A mark sequence dropped by hand: nothing can tell what was handed out, so the sequence's
 /// draws fail, alone, with an error that names it and says how to make it again; its reads and
-/// the other sequences go on. Made again, draws go on past the last value handed out.
+/// the other sequences go on. Made again at the last value handed out, draws go on past it.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_dropped_mark_sequence_fails_only_its_own_draws_until_it_is_made_again() {
     let db = TestDb::shared().await;
@@ -143,9 +143,28 @@ async fn a_dropped_mark_sequence_fails_only_its_own_draws_until_it_is_made_again
     assert_eq!(app.next_value("fine").await, 5000);
     assert_eq!(app.get("unmarked").await.status, 200, "reading still works");
 
-    dba.batch_execute(&format!("SELECT seqvend.recreate_mark_sequence({range})"))
-        .await
-        .unwrap();
+    // Only the operator knows the last value handed out: none given, or one before what the
+    // registry row records, is refused.
+    for refused in ["NULL", "0"] {
+        let error = dba
+            .batch_execute(&format!(
+                "SELECT seqvend.recreate_mark_sequence({range}, {refused})"
+            ))
+            .await
+            .unwrap_err();
+        let message = error.as_db_error().map(|e| e.message().to_owned());
+        assert!(
+            message
+                .as_deref()
+                .is_some_and(|m| m.contains("were handed out")),
+            "{error:?}"
+        );
+    }
+    dba.batch_execute(&format!(
+        "SELECT seqvend.recreate_mark_sequence({range}, 3)"
+    ))
+    .await
+    .unwrap();
     assert_eq!(app.next_value("unmarked").await, 4);
 }
 
