@@ -123,32 +123,6 @@ CREATE FUNCTION seqvend.counters_asked(p_families text[], p_keys text[], p_count
 $$;
 
 --
--- Name: create_mark_sequence(integer, bigint); Type: FUNCTION; Schema: seqvend; Owner: -
---
-
-CREATE FUNCTION seqvend.create_mark_sequence(p_range_id integer, p_value bigint) RETURNS regclass
-    LANGUAGE plpgsql
-    AS $$
-DECLARE
-    seqname text := format('%I.%I', 'seqvend_ranges', 'm' || p_range_id);
-    created regclass;
-BEGIN
-    -- Any bigint can be a mark. CACHE 1: setval() and reads see one value.
-    EXECUTE format('CREATE SEQUENCE %s AS bigint MINVALUE -9223372036854775808 '
-                   'MAXVALUE 9223372036854775807 CACHE 1 NO CYCLE', seqname);
-    created := seqname::regclass;
-    -- seqvend writes it as the registry's owner, whoever inserted the range.
-    EXECUTE format('ALTER SEQUENCE %s OWNER TO %s', seqname,
-                   (SELECT c.relowner::regrole::text FROM pg_catalog.pg_class c
-                     WHERE c.oid = 'seqvend.ranges'::regclass));
-    IF p_value IS NOT NULL THEN
-        PERFORM setval(created, p_value, true);
-    END IF;
-    RETURN created;
-END
-$$;
-
---
 -- Name: draw(integer, integer, regclass, bigint, bigint, bigint, bigint, bigint, bigint, bigint, bigint, bigint); Type: FUNCTION; Schema: seqvend; Owner: -
 --
 
@@ -428,39 +402,6 @@ END;
 $$;
 
 --
--- Name: give_range_a_mark(integer); Type: FUNCTION; Schema: seqvend; Owner: -
---
-
-CREATE FUNCTION seqvend.give_range_a_mark(p_range_id integer) RETURNS boolean
-    LANGUAGE plpgsql
-    AS $$
-DECLARE
-    seq_id integer;
-    r      record;
-BEGIN
-    PERFORM set_config('synchronous_commit', 'on', true),
-            set_config('lock_timeout',
-                       coalesce(nullif(current_setting('seqvend.lock_timeout', true), ''), '200'),
-                       true);
-    SELECT g.sequence_id INTO seq_id FROM seqvend.ranges g WHERE g.id = p_range_id;
-    IF seq_id IS NULL THEN
-        RETURN false;
-    END IF;
-    PERFORM pg_advisory_xact_lock_shared(1398166353, seq_id);
-    PERFORM pg_advisory_xact_lock(1398166087, p_range_id);
-    -- Read after the locks (a new snapshot): the last mark a draw wrote.
-    SELECT g.mark, g.high_water INTO r FROM seqvend.ranges g WHERE g.id = p_range_id;
-    IF r.mark IS NOT NULL THEN
-        RETURN false;
-    END IF;
-    UPDATE seqvend.ranges
-       SET mark = seqvend.create_mark_sequence(p_range_id, r.high_water)
-     WHERE id = p_range_id;
-    RETURN true;
-END
-$$;
-
---
 -- Name: join_runs(bigint[], bigint[], bigint[], bigint[], bigint); Type: FUNCTION; Schema: seqvend; Owner: -
 --
 
@@ -581,9 +522,7 @@ BEGIN
          WHERE s.id = seq_id AND s.status = 'active' AND g.status = 'active';
         EXIT WHEN r.id IS NULL;
         PERFORM pg_advisory_xact_lock(1398166087, r.id);
-        SELECT g.id, g.status, g.pg_sequence, g.min_value, g.max_value, g.mark,
-               g.high_water IS NULL AS first,
-               seqvend.range_mark(g.id, g.mark, g.high_water) AS high_water INTO r
+        SELECT g.id, g.status, g.pg_sequence, g.min_value, g.max_value, g.high_water INTO r
           FROM seqvend.ranges g WHERE g.id = r.id;
         EXIT WHEN r.status <> 'active';
         blk := seqvend.draw_block(r.pg_sequence, p_count - taken, step, r.min_value,
@@ -591,7 +530,7 @@ BEGIN
         EXIT WHEN blk.taken IS NULL;
         IF blk.taken > 0 THEN
             last := (blk.first::numeric + (blk.taken - 1) * step)::bigint;
-            PERFORM seqvend.write_mark(r.id, r.mark, last, r.first);
+            UPDATE seqvend.ranges SET high_water = last WHERE id = r.id;
             n := cardinality(runs_last);
             IF n > 0 AND runs_last[n]::numeric + step = blk.first THEN
                 runs_last[n] := last;
@@ -782,34 +721,6 @@ END
 $$;
 
 --
--- Name: mark_lost(integer, text); Type: FUNCTION; Schema: seqvend; Owner: -
---
-
-CREATE FUNCTION seqvend.mark_lost(p_range integer, p_how text) RETURNS bigint
-    LANGUAGE plpgsql
-    AS $$
-DECLARE
-    name text := format('seqvend_ranges.m%s', p_range);
-BEGIN
-    IF p_how = 'missing' THEN
-        RAISE EXCEPTION 'the mark sequence of range % (%) is missing', p_range, name
-            USING ERRCODE = 'undefined_object',
-                  HINT = format('It holds the last value handed out from the range. '
-                                'SELECT seqvend.recreate_mark_sequence(%s, <last value handed '
-                                'out>) makes it again; if that value is not known, the '
-                                'range''s own last value is safe: the range is then used up.',
-                                p_range);
-    END IF;
-    RAISE EXCEPTION 'the mark sequence of range % (%) reads as if nothing had been handed out '
-                    'from the range, but values were', p_range, name
-        USING ERRCODE = 'object_not_in_prerequisite_state',
-              HINT = format('It was reset by hand, or not carried over (logical replication does '
-                            'not copy sequences). Set it to the last value handed out from the '
-                            'range: SELECT setval(''%s'', <last value>).', name);
-END
-$$;
-
---
 -- Name: purge_answers(bigint); Type: FUNCTION; Schema: seqvend; Owner: -
 --
 
@@ -878,19 +789,6 @@ CREATE FUNCTION seqvend.purge_expired_answers() RETURNS bigint
 $$;
 
 --
--- Name: range_gets_a_mark(); Type: FUNCTION; Schema: seqvend; Owner: -
---
-
-CREATE FUNCTION seqvend.range_gets_a_mark() RETURNS trigger
-    LANGUAGE plpgsql
-    AS $$
-BEGIN
-    NEW.mark := seqvend.create_mark_sequence(NEW.id, NEW.high_water);
-    RETURN NEW;
-END
-$$;
-
---
 -- Name: range_last_value(regclass, bigint, bigint); Type: FUNCTION; Schema: seqvend; Owner: -
 --
 
@@ -924,77 +822,6 @@ END
 $$;
 
 --
--- Name: range_mark(integer, regclass, bigint); Type: FUNCTION; Schema: seqvend; Owner: -
---
-
-CREATE FUNCTION seqvend.range_mark(p_range integer, p_mark regclass, p_high_water bigint) RETURNS bigint
-    LANGUAGE sql
-    AS $$
-    SELECT CASE WHEN p_mark IS NULL THEN p_high_water
-                WHEN pg_catalog.pg_relation_filenode(p_mark) IS NULL
-                    THEN seqvend.mark_lost(p_range, 'missing')
-                ELSE coalesce(pg_catalog.pg_sequence_last_value(p_mark),
-                              CASE WHEN p_high_water IS NOT NULL
-                                   THEN seqvend.mark_lost(p_range, 'reset') END) END
-$$;
-
---
--- Name: range_mark_shown(regclass, bigint); Type: FUNCTION; Schema: seqvend; Owner: -
---
-
-CREATE FUNCTION seqvend.range_mark_shown(p_mark regclass, p_high_water bigint) RETURNS bigint
-    LANGUAGE sql
-    AS $$
-    SELECT CASE WHEN p_mark IS NULL THEN p_high_water
-                WHEN pg_catalog.pg_relation_filenode(p_mark) IS NOT NULL
-                    THEN pg_catalog.pg_sequence_last_value(p_mark) END
-$$;
-
---
--- Name: recreate_mark_sequence(integer, bigint); Type: FUNCTION; Schema: seqvend; Owner: -
---
-
-CREATE FUNCTION seqvend.recreate_mark_sequence(p_range_id integer, p_last bigint) RETURNS regclass
-    LANGUAGE plpgsql
-    AS $$
-DECLARE
-    r       record;
-    created regclass;
-BEGIN
-    PERFORM set_config('synchronous_commit', 'on', true);
-    SELECT g.sequence_id INTO r FROM seqvend.ranges g WHERE g.id = p_range_id;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'no range % in seqvend.ranges', p_range_id
-            USING ERRCODE = 'no_data_found';
-    END IF;
-    PERFORM pg_advisory_xact_lock(1398166353, r.sequence_id);
-    PERFORM pg_advisory_xact_lock(1398166087, p_range_id);
-    SELECT g.mark, g.high_water, s.increment INTO r
-      FROM seqvend.ranges g JOIN seqvend.sequences s ON s.id = g.sequence_id
-     WHERE g.id = p_range_id
-       FOR UPDATE OF g;
-    IF r.mark IS NOT NULL AND pg_catalog.pg_relation_filenode(r.mark) IS NOT NULL THEN
-        RAISE EXCEPTION 'range %''s mark sequence % still exists', p_range_id, r.mark
-            USING ERRCODE = 'duplicate_object',
-                  HINT = 'Only a dropped mark sequence is made again; set a reset one with setval().';
-    END IF;
-    IF r.high_water IS NOT NULL
-       AND (p_last IS NULL
-            OR CASE WHEN r.increment > 0 THEN p_last < r.high_water ELSE p_last > r.high_water END) THEN
-        RAISE EXCEPTION 'values up to at least % were handed out from range %', r.high_water,
-                        p_range_id
-            USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'Give the last value handed out; if it is not known, the range''s own '
-                         'last value is safe: the range is then used up.';
-    END IF;
-    created := seqvend.create_mark_sequence(p_range_id, p_last);
-    UPDATE seqvend.ranges SET mark = created, high_water = coalesce(high_water, p_last)
-     WHERE id = p_range_id;
-    RETURN created;
-END
-$$;
-
---
 -- Name: recreate_range_sequence(integer); Type: FUNCTION; Schema: seqvend; Owner: -
 --
 
@@ -1014,8 +841,7 @@ BEGIN
     END IF;
     PERFORM pg_advisory_xact_lock(1398166353, r.sequence_id);
     PERFORM pg_advisory_xact_lock(1398166087, p_range_id);
-    SELECT g.id, g.min_value, g.max_value, g.start_value,
-           seqvend.range_mark(g.id, g.mark, g.high_water) AS high_water,
+    SELECT g.id, g.min_value, g.max_value, g.start_value, g.high_water,
            g.pg_sequence::oid AS old_oid, s.increment
       INTO r
       FROM seqvend.ranges g JOIN seqvend.sequences s ON s.id = g.sequence_id
@@ -1034,9 +860,9 @@ BEGIN
     EXECUTE format('ALTER SEQUENCE %s OWNER TO %I', seqname,
                    (SELECT c.relowner::regrole::text FROM pg_catalog.pg_class c
                      WHERE c.oid = 'seqvend.ranges'::regclass));
-    -- The mark is the last value handed out: is_called = true makes nextval return the one
+    -- high_water is the last value handed out: is_called = true makes nextval return the one
     -- after it. (At the range's end nextval then fails, and the draw rolls over as usual.)
-    IF r.high_water IS NOT NULL THEN  -- the mark, as range_mark() reads it
+    IF r.high_water IS NOT NULL THEN
         PERFORM setval(created, r.high_water, true);
     END IF;
     UPDATE seqvend.ranges SET pg_sequence = created WHERE id = p_range_id;
@@ -1296,8 +1122,8 @@ BEGIN
                 outcome := 'unavailable';
                 vals := NULL;
                 detail := 'a lock it needs was not granted within lock_timeout: another session '
-                          'holds its PostgreSQL sequence or its mark sequence (an open ALTER '
-                          'SEQUENCE?)';
+                          'holds its PostgreSQL sequence (an open ALTER SEQUENCE?) or its '
+                          'range''s registry row';
             ELSE
                 outcome := 'ok';
             END IF;
@@ -1394,14 +1220,8 @@ BEGIN
                 drawing := cur.name;
                 last_val := pg_sequence_last_value(cur.pg_sequence);
                 next_val := last_val::numeric + cur.seqincrement;
-                -- The mark as range_mark() reads it, but one that reads NULL from a mark
-                -- sequence (nothing handed out yet, or reset) is left to the per-sequence path,
-                -- which tells the two apart, and a missing one fails the attempt: that path
-                -- names it.
-                mark := CASE WHEN cur.mark IS NULL THEN cur.high_water
-                             ELSE pg_sequence_last_value(cur.mark) END;
-                IF last_val IS NULL OR (mark IS NULL AND cur.mark IS NOT NULL)
-                   OR NOT (next_val BETWEEN cur.min_value AND cur.max_value)
+                mark := cur.high_water;
+                IF last_val IS NULL OR NOT (next_val BETWEEN cur.min_value AND cur.max_value)
                    OR NOT (mark IS NULL OR CASE WHEN up THEN next_val > mark ELSE next_val < mark END)
                    OR NOT (CASE WHEN up
                                 THEN least(cur.max_value, cur.seqmax) - next_val
@@ -1460,7 +1280,7 @@ BEGIN
             IF cur.name = refused THEN
                 answers := answers || ROW(cur.requests, 'unavailable', NULL,
                     'a lock it needs was not granted within lock_timeout: another session '
-                    'holds its PostgreSQL sequence or its mark sequence (an open ALTER SEQUENCE?)',
+                    'holds its PostgreSQL sequence (an open ALTER SEQUENCE?)',
                     '{}', '{}')::seqvend.vend_answer;
                 CONTINUE;
             END IF;
@@ -1471,8 +1291,7 @@ BEGIN
                         cur.sequence_id, cur.increment, cur.total, batch_locked,
                         CASE WHEN attempt = 1 THEN prelocked ELSE '{}' END, attempt = 1,
                         cur.range_id, cur.pg_sequence, cur.min_value, cur.max_value,
-                        cur.start_value, cur.mark, cur.high_water, cur.seqincrement, cur.seqmin,
-                        cur.seqmax);
+                        cur.start_value, cur.high_water, cur.seqincrement, cur.seqmin, cur.seqmax);
                     EXIT;
                 EXCEPTION
                     -- Whatever this sequence did is undone (values it drew are gaps); the other
@@ -1502,9 +1321,8 @@ BEGIN
         written := seqvend.write_marks(mark_ranges, mark_values, mark_up);
     END IF;
 
-    -- 5. The answers. A sequence whose mark could not be written (another session held its
-    --    mark sequence, or the registry row of a range without one) hands nothing out: its
-    --    values become gaps.
+    -- 5. The answers. A sequence whose mark could not be written (its range's row was held
+    --    by another session) hands nothing out: its values become gaps.
     FOREACH answer IN ARRAY answers LOOP
         requests := answer.requests;
         outcome := answer.outcome;
@@ -1513,10 +1331,7 @@ BEGIN
         IF outcome = 'ok' AND NOT (answer.ranges <@ written) THEN
             outcome := 'unavailable';
             vals := NULL;
-            detail := 'a lock it needs was not granted within lock_timeout: another session '
-                      'holds the mark sequence of one of its ranges (an open ALTER SEQUENCE?) or '
-                      'its registry row (written at a range''s first draw); or the mark sequence '
-                      'was altered by hand';
+            detail := 'the registry row of one of its ranges is locked by another session';
         END IF;
         RETURN NEXT;
     END LOOP;
@@ -1527,7 +1342,7 @@ $$;
 -- Name: vend_batch_rows(text[], integer[], integer[], text[]); Type: FUNCTION; Schema: seqvend; Owner: -
 --
 
-CREATE FUNCTION seqvend.vend_batch_rows(p_names text[], p_counts integer[], p_locked integer[], p_only text[]) RETURNS TABLE(name text, requests integer[], total bigint, sequence_id integer, status text, increment bigint, range_id integer, pg_sequence regclass, min_value bigint, max_value bigint, start_value bigint, mark regclass, high_water bigint, seqincrement bigint, seqmin bigint, seqmax bigint)
+CREATE FUNCTION seqvend.vend_batch_rows(p_names text[], p_counts integer[], p_locked integer[], p_only text[]) RETURNS TABLE(name text, requests integer[], total bigint, sequence_id integer, status text, increment bigint, range_id integer, pg_sequence regclass, min_value bigint, max_value bigint, start_value bigint, high_water bigint, seqincrement bigint, seqmin bigint, seqmax bigint)
     LANGUAGE plpgsql
     AS $$
 BEGIN
@@ -1541,7 +1356,7 @@ BEGIN
                    (SELECT sum(c)::bigint FROM unnest(p_counts) AS c),
                    s.id, s.status, s.increment,
                    r.id, r.pg_sequence, r.min_value, r.max_value, r.start_value,
-                   r.mark, r.high_water, ps.seqincrement, ps.seqmin, ps.seqmax
+                   r.high_water, ps.seqincrement, ps.seqmin, ps.seqmax
               FROM (SELECT) AS one
               LEFT JOIN seqvend.sequences s
                      ON s.name = p_names[1] AND (p_locked IS NULL OR s.id = ANY (p_locked))
@@ -1553,7 +1368,7 @@ BEGIN
         SELECT g.name, g.requests, g.total,
                s.id, s.status, s.increment,
                r.id, r.pg_sequence, r.min_value, r.max_value, r.start_value,
-               r.mark, r.high_water, ps.seqincrement, ps.seqmin, ps.seqmax
+               r.high_water, ps.seqincrement, ps.seqmin, ps.seqmax
           FROM (SELECT u.name,
                        array_agg(u.ord::integer ORDER BY u.ord) AS requests,
                        sum(u.cnt)::bigint AS total
@@ -1691,19 +1506,14 @@ BEGIN
     END IF;
 
     -- 2. The rows as they stand now that the locks are held (a new statement: a new snapshot).
-    --    Not the common case, left to the general statement: a range without a mark sequence
-    --    of its own (made before them: its mark is in its registry row), and a range whose row
-    --    records no value handed out yet (the general statement records the first).
     SELECT s.status, s.increment, r.status AS range_status, r.pg_sequence, r.min_value,
-           r.max_value, r.mark, r.high_water, ps.seqincrement, ps.seqmin, ps.seqmax
+           r.max_value, r.high_water, ps.seqincrement, ps.seqmin, ps.seqmax
       INTO cur
       FROM seqvend.sequences s
       JOIN seqvend.ranges r ON r.id = locked.range_id AND r.sequence_id = s.id
       JOIN pg_catalog.pg_sequence ps ON ps.seqrelid = r.pg_sequence
-      JOIN pg_catalog.pg_sequence pm ON pm.seqrelid = r.mark
      WHERE s.id = locked.id AND s.name = p_name;
-    IF NOT FOUND OR cur.status = 'retired' OR cur.range_status <> 'active'
-       OR cur.high_water IS NULL THEN
+    IF NOT FOUND OR cur.status = 'retired' OR cur.range_status <> 'active' THEN
         RETURN NULL;
     END IF;
     up := cur.increment > 0;
@@ -1713,15 +1523,12 @@ BEGIN
 
     BEGIN
         -- 3. The common case, as the general statement's attempt checks it. Reading the
-        --    position and the mark locks both sequences, as the draw and the mark's write
-        --    do: inside this block.
+        --    position locks the PostgreSQL sequence, as the draw does: inside this block.
         last_val := pg_sequence_last_value(cur.pg_sequence);
         next_val := last_val::numeric + cur.seqincrement;
-        mark := pg_sequence_last_value(cur.mark);
-        -- No mark while the row records a value handed out: reset; the general statement
-        -- says so.
-        IF last_val IS NULL OR mark IS NULL OR NOT (next_val BETWEEN cur.min_value AND cur.max_value)
-           OR NOT (CASE WHEN up THEN next_val > mark ELSE next_val < mark END)
+        mark := cur.high_water;
+        IF last_val IS NULL OR NOT (next_val BETWEEN cur.min_value AND cur.max_value)
+           OR NOT (mark IS NULL OR CASE WHEN up THEN next_val > mark ELSE next_val < mark END)
            OR NOT (CASE WHEN up
                         THEN least(cur.max_value, cur.seqmax) - next_val
                              >= total::numeric * cur.seqincrement
@@ -1741,8 +1548,8 @@ BEGIN
             mark := v;
         END LOOP;
 
-        -- 4. The mark: durable with the commit, whose WAL flush covers it.
-        PERFORM setval(cur.mark, mark, true);
+        -- 4. The mark.
+        UPDATE seqvend.ranges SET high_water = mark WHERE id = locked.range_id;
     EXCEPTION
         WHEN lock_not_available OR deadlock_detected THEN
             RETURN '{}';
@@ -1754,10 +1561,10 @@ END
 $$;
 
 --
--- Name: vend_sequence(integer, bigint, bigint, boolean, integer[], boolean, integer, regclass, bigint, bigint, bigint, regclass, bigint, bigint, bigint, bigint); Type: FUNCTION; Schema: seqvend; Owner: -
+-- Name: vend_sequence(integer, bigint, bigint, boolean, integer[], boolean, integer, regclass, bigint, bigint, bigint, bigint, bigint, bigint, bigint); Type: FUNCTION; Schema: seqvend; Owner: -
 --
 
-CREATE FUNCTION seqvend.vend_sequence(p_sequence integer, p_increment bigint, p_wanted bigint, p_sequence_locked boolean, p_locked integer[], p_fast boolean, p_range integer, p_seq regclass, p_min bigint, p_max bigint, p_start bigint, p_mark regclass, p_high_water bigint, p_step bigint, p_seq_min bigint, p_seq_max bigint) RETURNS seqvend.vend_answer
+CREATE FUNCTION seqvend.vend_sequence(p_sequence integer, p_increment bigint, p_wanted bigint, p_sequence_locked boolean, p_locked integer[], p_fast boolean, p_range integer, p_seq regclass, p_min bigint, p_max bigint, p_start bigint, p_mark bigint, p_step bigint, p_seq_min bigint, p_seq_max bigint) RETURNS seqvend.vend_answer
     LANGUAGE plpgsql
     AS $$
 DECLARE
@@ -1768,8 +1575,7 @@ DECLARE
     r_min    bigint := p_min;
     r_max    bigint := p_max;
     r_start  bigint := p_start;
-    r_markseq regclass := p_mark;
-    r_mark   bigint;
+    r_mark   bigint := p_mark;
     s_step   bigint := p_step;
     s_min    bigint := p_seq_min;
     s_max    bigint := p_seq_max;
@@ -1798,9 +1604,8 @@ BEGIN
         IF array_position(p_locked, r_id) IS NULL THEN
             PERFORM pg_advisory_xact_lock(1398166087, r_id);
             SELECT r.status, r.pg_sequence, r.min_value, r.max_value, r.start_value,
-                   r.mark, r.high_water, ps.seqincrement, ps.seqmin, ps.seqmax
-              INTO r_status, r_seq, r_min, r_max, r_start, r_markseq, p_high_water, s_step,
-                   s_min, s_max
+                   r.high_water, ps.seqincrement, ps.seqmin, ps.seqmax
+              INTO r_status, r_seq, r_min, r_max, r_start, r_mark, s_step, s_min, s_max
               FROM seqvend.ranges r
               LEFT JOIN pg_catalog.pg_sequence ps ON ps.seqrelid = r.pg_sequence
              WHERE r.id = r_id;
@@ -1814,8 +1619,6 @@ BEGIN
         IF s_step IS NULL THEN
             RAISE EXCEPTION 'the PostgreSQL sequence of range % is missing', r_id;
         END IF;
-        -- Read under the range's lock, as it is written.
-        r_mark := seqvend.range_mark(r_id, r_markseq, p_high_water);
 
         -- The common case, inline: the sequence stands past the mark, inside the range, with
         -- room to spare and the increment seqvend expects. nextval as plain expressions (no
@@ -1871,23 +1674,6 @@ END
 $$;
 
 --
--- Name: write_mark(integer, regclass, bigint, boolean); Type: FUNCTION; Schema: seqvend; Owner: -
---
-
-CREATE FUNCTION seqvend.write_mark(p_range integer, p_mark regclass, p_value bigint, p_first boolean) RETURNS void
-    LANGUAGE plpgsql
-    AS $$
-BEGIN
-    IF p_mark IS NULL OR p_first THEN
-        UPDATE seqvend.ranges SET high_water = p_value WHERE id = p_range;
-    END IF;
-    IF p_mark IS NOT NULL THEN
-        PERFORM setval(p_mark, p_value, true);
-    END IF;
-END
-$$;
-
---
 -- Name: write_marks(integer[], bigint[], boolean[]); Type: FUNCTION; Schema: seqvend; Owner: -
 --
 
@@ -1895,40 +1681,31 @@ CREATE FUNCTION seqvend.write_marks(p_ranges integer[], p_marks bigint[], p_up b
     LANGUAGE plpgsql
     AS $$
 DECLARE
-    ids       integer[];
-    marks     bigint[];
-    sequences regclass[];
-    firsts    boolean[];
-    writing   integer;
-    refused   integer;
-    written   integer[] := '{}';
+    folded_ids   integer[] := p_ranges;
+    folded_marks bigint[] := p_marks;
+    written      integer[] := '{}';
 BEGIN
-    SELECT array_agg(f.id ORDER BY f.id), array_agg(f.mark ORDER BY f.id),
-           array_agg(r.mark ORDER BY f.id), array_agg(r.high_water IS NULL ORDER BY f.id)
-      INTO ids, marks, sequences, firsts
-      FROM (SELECT u.id, CASE WHEN bool_and(u.up) THEN max(u.mark) ELSE min(u.mark) END AS mark
-              FROM unnest(p_ranges, p_marks, p_up) AS u(id, mark, up)
-             GROUP BY u.id) AS f
-      JOIN seqvend.ranges r ON r.id = f.id;
-    -- All in one exception block, the common case.
+    IF cardinality(p_ranges) > 1 THEN
+        SELECT array_agg(f.id), array_agg(f.mark) INTO folded_ids, folded_marks
+          FROM (SELECT m.id, CASE WHEN bool_and(m.up) THEN max(m.mark) ELSE min(m.mark) END AS mark
+                  FROM unnest(p_ranges, p_marks, p_up) AS m(id, mark, up)
+                 GROUP BY m.id) AS f;
+    END IF;
     BEGIN
-        FOR i IN 1 .. coalesce(cardinality(ids), 0) LOOP
-            writing := ids[i];
-            PERFORM seqvend.write_mark(ids[i], sequences[i], marks[i], firsts[i]);
-        END LOOP;
-        RETURN coalesce(ids, '{}');
-    EXCEPTION WHEN OTHERS THEN
-        refused := writing;  -- its lock already waited for, or it cannot be written
+        UPDATE seqvend.ranges r SET high_water = f.mark
+          FROM unnest(folded_ids, folded_marks) AS f(id, mark)
+         WHERE r.id = f.id;
+        RETURN folded_ids;
+    EXCEPTION WHEN lock_not_available THEN
+        NULL;  -- one of the rows is held: write them one by one below
     END;
-    -- One failed: each of the others by itself. (A setval already made is not undone; it is
-    -- made again.)
-    FOR i IN 1 .. cardinality(ids) LOOP
-        CONTINUE WHEN ids[i] = refused;
+    FOR i IN 1 .. cardinality(folded_ids) LOOP
         BEGIN
-            PERFORM seqvend.write_mark(ids[i], sequences[i], marks[i], firsts[i]);
-            written := written || ids[i];
-        EXCEPTION WHEN OTHERS THEN
-            NULL;  -- held, or altered by hand: that range's values are not handed out
+            PERFORM FROM seqvend.ranges r WHERE r.id = folded_ids[i] FOR NO KEY UPDATE NOWAIT;
+            UPDATE seqvend.ranges r SET high_water = folded_marks[i] WHERE r.id = folded_ids[i];
+            written := written || folded_ids[i];
+        EXCEPTION WHEN lock_not_available THEN
+            NULL;  -- held: that range's sequence hands nothing out
         END;
     END LOOP;
     RETURN written;
@@ -2133,7 +1910,6 @@ CREATE TABLE seqvend.ranges (
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     high_water bigint,
-    mark regclass,
     CONSTRAINT ranges_bounds_check CHECK ((min_value < max_value)),
     CONSTRAINT ranges_start_check CHECK (((start_value >= min_value) AND (start_value <= max_value))),
     CONSTRAINT ranges_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'active'::text, 'exhausted'::text])))
@@ -2314,13 +2090,6 @@ ALTER TABLE ONLY seqvend.leases
     ADD CONSTRAINT leases_pkey PRIMARY KEY (id);
 
 --
--- Name: ranges ranges_mark_key; Type: CONSTRAINT; Schema: seqvend; Owner: -
---
-
-ALTER TABLE ONLY seqvend.ranges
-    ADD CONSTRAINT ranges_mark_key UNIQUE (mark);
-
---
 -- Name: ranges ranges_no_overlap; Type: CONSTRAINT; Schema: seqvend; Owner: -
 --
 
@@ -2457,12 +2226,6 @@ CREATE INDEX vend_answers_expiry ON seqvend.vend_answers USING brin (expires_at)
 --
 
 CREATE INDEX vend_answers_keys ON seqvend.vend_answers USING gin (keys) WITH (fastupdate=off);
-
---
--- Name: ranges ranges_get_a_mark; Type: TRIGGER; Schema: seqvend; Owner: -
---
-
-CREATE TRIGGER ranges_get_a_mark BEFORE INSERT ON seqvend.ranges FOR EACH ROW WHEN ((new.mark IS NULL)) EXECUTE FUNCTION seqvend.range_gets_a_mark();
 
 --
 -- Name: events events_family_id_fkey; Type: FK CONSTRAINT; Schema: seqvend; Owner: -

@@ -11,7 +11,7 @@
 
 use anyhow::Context;
 use sqlx::migrate::Migrator;
-use sqlx::{PgConnection, PgPool};
+use sqlx::PgPool;
 
 pub static MIGRATOR: Migrator = sqlx::migrate!("./migrations");
 
@@ -34,7 +34,6 @@ pub async fn run(pool: &PgPool) -> anyhow::Result<()> {
             .execute(&mut *conn)
             .await?;
         MIGRATOR.run(&mut *conn).await?;
-        give_ranges_their_marks(&mut conn).await?;
         anyhow::Ok(())
     }
     .await;
@@ -47,37 +46,4 @@ pub async fn run(pool: &PgPool) -> anyhow::Result<()> {
         .execute(&mut *conn)
         .await?;
     migrated.context("applying database migrations")
-}
-
-/// Gives each range made before mark sequences its own (see the migration that brought them),
-/// one transaction each: each creates a relation, whose lock is held until commit, so one
-/// transaction for thousands of ranges could fill the lock table. A range whose locks are not
-/// granted within `lock_timeout` (a draw stuck, a DBA's lock) keeps its mark in its registry
-/// row, which every path still reads and writes, until a later start; exhausted ranges keep
-/// theirs there for good.
-async fn give_ranges_their_marks(conn: &mut PgConnection) -> anyhow::Result<()> {
-    let ranges = sqlx::query_scalar!(
-        "SELECT id FROM seqvend.ranges WHERE mark IS NULL AND status <> 'exhausted' ORDER BY id"
-    )
-    .fetch_all(&mut *conn)
-    .await?;
-    let mut given = 0;
-    for range in ranges {
-        match sqlx::query_scalar!(r#"SELECT seqvend.give_range_a_mark($1) AS "given!""#, range)
-            .fetch_one(&mut *conn)
-            .await
-        {
-            Ok(true) => given += 1,
-            Ok(false) => {}
-            Err(error) => tracing::warn!(
-                range,
-                %error,
-                "the range keeps its mark in its registry row until a later start"
-            ),
-        }
-    }
-    if given > 0 {
-        tracing::info!(ranges = given, "ranges given a mark sequence of their own");
-    }
-    Ok(())
 }

@@ -47,11 +47,10 @@ pub struct Issued {
 
 /// The sequence (of the given format) that already handed out the given serial, if any.
 ///
-/// "Handed out" is a range's mark, the last value seqvend vended from it: not the range's
-/// PostgreSQL sequence position (`range_last_value`), which also counts values drawn by hand,
-/// none of which reached a client. Values between the range's start and its mark, on the
-/// increment's steps, were vended, but for the gaps: a draw whose statement failed after
-/// writing the mark (it is a sequence, not undone by a rollback) leaves its values counted.
+/// "Handed out" is a range's high-water mark, the last value seqvend vended from it: not the
+/// range's PostgreSQL sequence position (`range_last_value`), which also counts values drawn
+/// by hand or by statements that then failed, none of which reached a client. Values between
+/// the range's start and its mark, on the increment's steps, were vended.
 pub async fn issued(pool: &Registry, origins: &[Origin]) -> Result<Option<Issued>, RegistryError> {
     if origins.is_empty() {
         return Ok(None);
@@ -64,11 +63,10 @@ pub async fn issued(pool: &Registry, origins: &[Origin]) -> Result<Option<Issued
              FROM unnest($1::text[], $2::int8[]) AS c(format, serial)
              JOIN seqvend.sequences s ON s.format = c.format::jsonb
              JOIN seqvend.ranges r ON r.sequence_id = s.id
-            CROSS JOIN LATERAL seqvend.range_mark_shown(r.mark, r.high_water) AS m(mark)
-            WHERE m.mark IS NOT NULL
+            WHERE r.high_water IS NOT NULL
               AND CASE WHEN s.increment > 0
-                       THEN c.serial BETWEEN r.start_value AND m.mark
-                       ELSE c.serial BETWEEN m.mark AND r.start_value END
+                       THEN c.serial BETWEEN r.start_value AND r.high_water
+                       ELSE c.serial BETWEEN r.high_water AND r.start_value END
               AND (c.serial::numeric - r.start_value) % s.increment = 0
             ORDER BY s.id
             LIMIT 1"#,

@@ -132,9 +132,7 @@ async fn read_slice(
                   r.start_value AS "start_value?", r.status AS "range_status?",
                   r.pg_sequence::text AS "pg_sequence?",
                   CASE WHEN r.status <> 'exhausted'
-                       THEN seqvend.range_last_value(
-                                r.pg_sequence, seqvend.range_mark_shown(r.mark, r.high_water), s.increment
-                            ) END AS last_value
+                       THEN seqvend.range_last_value(r.pg_sequence, r.high_water, s.increment) END AS last_value
              FROM (SELECT * FROM seqvend.sequences
                     WHERE name > $1 AND ($2::text IS NULL OR name <= $2)
                       AND ($4::text[] IS NULL OR name = ANY($4))

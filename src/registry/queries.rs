@@ -37,9 +37,7 @@ pub async fn get_sequence(
                   r.min_value AS "min_value?", r.max_value AS "max_value?",
                   r.start_value AS "start_value?", r.status AS "range_status?",
                   r.pg_sequence::text AS "pg_sequence?",
-                  seqvend.range_last_value(
-                      r.pg_sequence, seqvend.range_mark_shown(r.mark, r.high_water), s.increment
-                  ) AS last_value
+                  seqvend.range_last_value(r.pg_sequence, r.high_water, s.increment) AS last_value
              FROM seqvend.sequences s
              LEFT JOIN LATERAL seqvend.usage_since(s.id, interval '1 hour') u1 ON true
              LEFT JOIN LATERAL seqvend.usage_since(s.id, interval '1 day') u24 ON true
@@ -77,9 +75,7 @@ pub async fn live_sequences(
                   r.start_value AS "start_value?", r.status AS "range_status?",
                   r.pg_sequence::text AS "pg_sequence?",
                   CASE WHEN r.status <> 'exhausted'
-                       THEN seqvend.range_last_value(
-                                r.pg_sequence, seqvend.range_mark_shown(r.mark, r.high_water), s.increment
-                            ) END AS last_value
+                       THEN seqvend.range_last_value(r.pg_sequence, r.high_water, s.increment) END AS last_value
              FROM (SELECT * FROM seqvend.sequences
                     WHERE status <> 'retired' AND name > $1 ORDER BY name LIMIT $2) s
              LEFT JOIN LATERAL seqvend.usage_since(s.id, interval '1 hour') u1 ON true

@@ -26,7 +26,6 @@ mod idempotency_batches;
 mod ids;
 mod leases;
 mod leases_never_twice;
-mod marks;
 mod names;
 mod never_twice;
 mod observability;

@@ -371,22 +371,13 @@ impl Operator {
 
     // ---- locks -----------------------------------------------------------------------------
 
-    /// `BEGIN; ALTER SEQUENCE …` of a range's sequence or of its mark sequence, held open
-    /// 0.2–3 s.
+    /// `BEGIN; ALTER SEQUENCE …` held open 0.2–3 s.
     async fn hold_sequence_lock(&mut self, name: &str) {
         let Some(range) = self.active_range(name).await else {
             return;
         };
-        let (kind, target) = if self.rng.gen_bool(0.5) {
-            ("sequence locked", range.pg_sequence.clone())
-        } else {
-            (
-                "mark sequence locked",
-                format!("seqvend_ranges.m{}", range.id),
-            )
-        };
-        let sql = format!("ALTER SEQUENCE {target} CACHE 1");
-        self.hold(kind, target, sql);
+        let sql = format!("ALTER SEQUENCE {} CACHE 1", range.pg_sequence);
+        self.hold("sequence locked", range.pg_sequence.clone(), sql);
     }
 
     /// `SELECT … FOR UPDATE` of a range's or a sequence's registry row, held open 0.2–3 s.
