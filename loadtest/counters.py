@@ -22,7 +22,8 @@ import urllib.request
 from pathlib import Path
 
 from run import (BASE, LOADTEST, VEND_TOKEN, Seqvend, api, commit, interleaved_rounds,
-                 log, machine, pg_bindir, write_section, WRK_ROUNDS, WRK_SECONDS)
+                 log, machine, metric_sum_count, pg_bindir, write_section, WRK_ROUNDS,
+                 WRK_SECONDS)
 
 FAMILY = "orders"
 KEYS = int(os.environ.get("COUNTER_KEYS", "1000000"))
@@ -58,12 +59,6 @@ def hot_share(data_dir):
 def scrape():
     with urllib.request.urlopen(f"{BASE}/metrics", timeout=10) as response:
         return response.read().decode()
-
-
-def metric_sum_count(text, name):
-    total = re.search(rf"^{name}_sum (\S+)$", text, re.M)
-    count = re.search(rf"^{name}_count (\S+)$", text, re.M)
-    return (float(total.group(1)), float(count.group(1))) if total and count else (0.0, 0.0)
 
 
 def statement_means(before, after):

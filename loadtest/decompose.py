@@ -14,7 +14,6 @@ costs beyond the no-op route moves it.
 """
 
 import os
-import re
 import statistics
 import sys
 import tempfile
@@ -23,7 +22,7 @@ from pathlib import Path
 
 import run
 from run import (ADMIN_TOKEN, Seqvend, cluster_cpu_seconds, cpu_seconds, create_sequence, log,
-                 wrk)
+                 metric_sum_count, wrk)
 from speed import FLOOR, start_floor
 
 ROUNDS = int(os.environ.get("DECOMPOSE_ROUNDS", "3"))
@@ -36,9 +35,7 @@ def batches(base):
     request = urllib.request.Request(f"{base}/metrics",
                                      headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
     text = urllib.request.urlopen(request).read().decode()
-    total = re.search(r"^seqvend_vend_batch_requests_sum (\S+)$", text, re.M)
-    count = re.search(r"^seqvend_vend_batch_requests_count (\S+)$", text, re.M)
-    return (float(total.group(1)) if total else 0.0, float(count.group(1)) if count else 0.0)
+    return metric_sum_count(text, "seqvend_vend_batch_requests")
 
 
 def children_cpu(times):

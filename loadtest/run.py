@@ -256,6 +256,13 @@ def cluster_cpu_seconds(pgdata):
     return total / TICK
 
 
+def metric_sum_count(text, name):
+    """A Prometheus histogram's _sum and _count in a /metrics scrape; (0, 0) where absent."""
+    total = re.search(rf"^{name}_sum (\S+)$", text, re.M)
+    count = re.search(rf"^{name}_count (\S+)$", text, re.M)
+    return (float(total.group(1)), float(count.group(1))) if total and count else (0.0, 0.0)
+
+
 def metric(summary, name, stat):
     return summary["metrics"].get(name, {}).get(stat)
 
