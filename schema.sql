@@ -800,7 +800,7 @@ DECLARE
     called    boolean;
     taken     numeric;
 BEGIN
-    IF NOT EXISTS (SELECT FROM pg_catalog.pg_sequence WHERE seqrelid = p_seq) THEN
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_class WHERE oid = p_seq AND relkind = 'S') THEN
         RETURN p_mark;
     END IF;
     taken := pg_sequence_last_value(p_seq);

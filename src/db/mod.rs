@@ -69,10 +69,28 @@ fn session_settings(settings: &DatabaseSettings) -> Vec<(&'static str, String)> 
     ]
 }
 
-/// The session settings as `-c name=value` startup options, with the marker that tells a
-/// direct session from one through a pooler.
-fn startup_options(settings: &DatabaseSettings) -> Vec<(&'static str, String)> {
-    let mut options = session_settings(settings);
+/// Planner settings of the vend pool's sessions, beside `session_settings`. The vend
+/// functions' plans are generic and kept for the session (migration 20261126170000). Made
+/// while `pg_catalog.pg_sequence` held a few rows, on one page, a lookup in it is planned as a
+/// scan of the whole table, and the plan stays one after thousands of sequences are created,
+/// until autovacuum analyses the catalog (a minute or two). Every vend statement looks its rows
+/// up by a primary or unique key; with sequential scans off the planner takes the index at any
+/// size. JIT off: a statement that can only scan (a sequence's own row, read with `EXECUTE`)
+/// then costs more than `jit_above_cost`, and compiling it took 5 ms. Set once per session,
+/// not per function call, so the hot path pays nothing for them.
+pub const VEND_PLANNER_SETTINGS: [(&str, &str); 2] = [("enable_seqscan", "off"), ("jit", "off")];
+
+/// The vend pool's session settings: everyone's, and the planner's.
+fn vend_session_settings(settings: &DatabaseSettings) -> Vec<(&'static str, String)> {
+    let mut all = session_settings(settings);
+    all.extend(VEND_PLANNER_SETTINGS.map(|(name, value)| (name, value.to_string())));
+    all
+}
+
+/// `session` as `-c name=value` startup options, with the marker that tells a direct session
+/// from one through a pooler.
+fn startup_options(session: Vec<(&'static str, String)>) -> Vec<(&'static str, String)> {
+    let mut options = session;
     options.push((pooler::MARKER.0, pooler::MARKER.1.into()));
     options
 }
@@ -103,11 +121,13 @@ pub async fn connect(
     let pooled = match settings.pooler {
         Pooler::None => false,
         Pooler::Transaction => true,
-        Pooler::Detect => {
-            !pooler::reaches_postgres(&main.connector("seqvend-probe", Route::Direct)?)
-                .await
-                .context("finding out whether DATABASE_URL reaches a pooler")?
-        }
+        Pooler::Detect => !pooler::reaches_postgres(&main.connector(
+            "seqvend-probe",
+            Route::Direct,
+            session_settings(settings),
+        )?)
+        .await
+        .context("finding out whether DATABASE_URL reaches a pooler")?,
     };
     let route = main.route(pooled);
     tracing::info!(pooled, "vend and registry connections");
@@ -164,11 +184,16 @@ impl Database {
         }
     }
 
-    /// Connections for `route`: with startup options straight to PostgreSQL, none through a
-    /// pooler (PgBouncer refuses them).
-    fn connector(&self, application_name: &'static str, route: Route) -> anyhow::Result<Connector> {
+    /// Connections for `route`: with `session` as startup options straight to PostgreSQL,
+    /// none through a pooler (PgBouncer refuses them).
+    fn connector(
+        &self,
+        application_name: &'static str,
+        route: Route,
+        session: Vec<(&'static str, String)>,
+    ) -> anyhow::Result<Connector> {
         let options = (!route.is_pooled()).then(|| {
-            startup_options(&self.settings)
+            startup_options(session)
                 .iter()
                 .map(|(name, value)| format!("-c {name}={value}"))
                 .collect::<Vec<_>>()
@@ -199,7 +224,7 @@ impl Database {
     /// see `registry_access`) and no `extra_float_digits` (PgBouncer refuses that too; the
     /// server's default since PostgreSQL 12 already prints floats exactly).
     fn registry_pool(&self, route: &Route, name: &'static str) -> anyhow::Result<PgPool> {
-        let session = startup_options(&self.settings);
+        let session = startup_options(session_settings(&self.settings));
         let pooled = route.is_pooled();
         let finish = move |options: PgConnectOptions| {
             let options = options.application_name(name);
@@ -213,14 +238,23 @@ impl Database {
         let pool = registry::pool(first, self.primary.clone(), &self.settings);
         // Behind a pooler, following the primary is the pooler's part (see docs/pgbouncer.md).
         if self.target.host_count() > 1 && !pooled {
-            let watcher = self.connector("seqvend-watch", Route::Direct)?;
+            let watcher = self.connector(
+                "seqvend-watch",
+                Route::Direct,
+                session_settings(&self.settings),
+            )?;
             primary::follow(pool.clone(), watcher, self.settings.connect_timeout, finish);
         }
         Ok(pool)
     }
 
     fn vend_pool(&self, route: Route) -> anyhow::Result<VendPool> {
-        let connector = self.connector("seqvend", route.clone())?;
+        let session = vend_session_settings(&self.settings);
+        let route = match route {
+            Route::Direct => Route::Direct,
+            Route::Pooled { .. } => Route::pooled(&session),
+        };
+        let connector = self.connector("seqvend", route.clone(), session)?;
         let hosts = self.target.host_count() as u32;
         let manager = VendManager::new(connector, route);
         let timeout = self.settings.connect_timeout;
