@@ -8,7 +8,7 @@ use seqvend::db::VEND_PLANNER_SETTINGS;
 use seqvend::settings::Pooler;
 use tokio_postgres::types::Type;
 
-use crate::helpers::{spawn_app_on, test_settings, TestDb, ADMIN_TOKEN};
+use crate::helpers::{spawn_app_on, test_settings, TestApp, TestDb, ADMIN_TOKEN};
 
 /// A hot-path function, and its call as the `n`th of a session.
 type Call = (&'static str, fn(usize) -> String);
@@ -70,10 +70,10 @@ fn hot_path_calls() -> [Call; 6] {
     ]
 }
 
-#[tokio::test]
-async fn the_hot_path_is_planned_once_per_session() {
-    let db = TestDb::shared().await;
-    let app = spawn_app_on(&db, test_settings()).await;
+/// A seqvend on `db` with what `hot_path_calls` draw from: the sequence `labels` and the
+/// family `orders`.
+async fn app_with_labels_and_orders(db: &TestDb) -> TestApp {
+    let app = spawn_app_on(db, test_settings()).await;
     app.create_ok("labels", 1, 1_000_000).await;
     let family = app
         .request(
@@ -84,6 +84,13 @@ async fn the_hot_path_is_planned_once_per_session() {
         )
         .await;
     assert_eq!(family.status, StatusCode::CREATED, "{}", family.body);
+    app
+}
+
+#[tokio::test]
+async fn the_hot_path_is_planned_once_per_session() {
+    let db = TestDb::shared().await;
+    let _app = app_with_labels_and_orders(&db).await;
 
     let calls = hot_path_calls();
     let replanned: Vec<String> = calls
@@ -154,17 +161,7 @@ async fn plans_made_with_few_sequences_stay_lookups_as_sequences_are_added() {
     // settings), and every watch round reads every live sequence's position with
     // `range_last_value` (in the registry's sessions, without them).
     let db = TestDb::shared().await;
-    let app = spawn_app_on(&db, test_settings()).await;
-    app.create_ok("labels", 1, 1_000_000).await;
-    let family = app
-        .request(
-            Method::POST,
-            "/families",
-            Some(ADMIN_TOKEN),
-            Some(json!({"name": "orders"})),
-        )
-        .await;
-    assert_eq!(family.status, StatusCode::CREATED, "{}", family.body);
+    let _app = app_with_labels_and_orders(&db).await;
 
     let vend_session: &[(&str, &str)] = &VEND_PLANNER_SETTINGS;
     let mut calls: Vec<CallIn> = hot_path_calls()
