@@ -80,6 +80,15 @@ fn session_settings(settings: &DatabaseSettings) -> Vec<(&'static str, String)> 
 /// not per function call, so the hot path pays nothing for them.
 pub const VEND_PLANNER_SETTINGS: [(&str, &str); 2] = [("enable_seqscan", "off"), ("jit", "off")];
 
+/// Straight to PostgreSQL, or through a pooler with `session` set in each transaction.
+fn route(pooled: bool, session: &[(&'static str, String)]) -> Route {
+    if pooled {
+        Route::pooled(session)
+    } else {
+        Route::Direct
+    }
+}
+
 /// The vend pool's session settings: everyone's, and the planner's.
 fn vend_session_settings(settings: &DatabaseSettings) -> Vec<(&'static str, String)> {
     let mut all = session_settings(settings);
@@ -115,7 +124,7 @@ pub async fn connect(
     if shared {
         tracing::info!(pooled = false, "vend and registry connections");
         let registry = Registry::new(session.clone(), &Route::Direct, session);
-        return Ok((registry, direct.vend_pool(Route::Direct)?));
+        return Ok((registry, direct.vend_pool(false)?));
     }
     let main = Database::new(url, settings)?;
     let pooled = match settings.pooler {
@@ -132,15 +141,18 @@ pub async fn connect(
     let route = main.route(pooled);
     tracing::info!(pooled, "vend and registry connections");
     let registry = Registry::new(main.registry_pool(&route, "seqvend")?, &route, session);
-    Ok((registry, main.vend_pool(route)?))
+    Ok((registry, main.vend_pool(pooled)?))
 }
 
 /// Both pools straight to PostgreSQL on one URL (or, with `settings.pooler` saying so, their
 /// statements as behind a pooler), following one primary.
 pub fn pools(url: &str, settings: &DatabaseSettings) -> anyhow::Result<(Registry, VendPool)> {
     let database = Database::new(url, settings)?;
-    let route = database.route(settings.pooler == Pooler::Transaction);
-    Ok((database.registry(&route)?, database.vend_pool(route)?))
+    let pooled = settings.pooler == Pooler::Transaction;
+    Ok((
+        database.registry(&database.route(pooled))?,
+        database.vend_pool(pooled)?,
+    ))
 }
 
 /// The registry pool alone, straight to PostgreSQL. With several hosts in the URL it follows
@@ -153,7 +165,7 @@ pub fn registry_pool(url: &str, settings: &DatabaseSettings) -> anyhow::Result<R
 /// through a pooler when `settings.pooler` says so.
 pub fn vend_pool(url: &str, settings: &DatabaseSettings) -> anyhow::Result<VendPool> {
     let database = Database::new(url, settings)?;
-    database.vend_pool(database.route(settings.pooler == Pooler::Transaction))
+    database.vend_pool(settings.pooler == Pooler::Transaction)
 }
 
 struct Database {
@@ -176,12 +188,10 @@ impl Database {
         })
     }
 
+    /// The registry's route: through a pooler when `pooled`, each transaction setting the
+    /// session settings.
     fn route(&self, pooled: bool) -> Route {
-        if pooled {
-            Route::pooled(&session_settings(&self.settings))
-        } else {
-            Route::Direct
-        }
+        route(pooled, &session_settings(&self.settings))
     }
 
     /// Connections for `route`: with `session` as startup options straight to PostgreSQL,
@@ -248,12 +258,10 @@ impl Database {
         Ok(pool)
     }
 
-    fn vend_pool(&self, route: Route) -> anyhow::Result<VendPool> {
+    /// The vend pool, through a pooler when `pooled`: its sessions with the vend settings.
+    fn vend_pool(&self, pooled: bool) -> anyhow::Result<VendPool> {
         let session = vend_session_settings(&self.settings);
-        let route = match route {
-            Route::Direct => Route::Direct,
-            Route::Pooled { .. } => Route::pooled(&session),
-        };
+        let route = route(pooled, &session);
         let connector = self.connector("seqvend", route.clone(), session)?;
         let hosts = self.target.host_count() as u32;
         let manager = VendManager::new(connector, route);
