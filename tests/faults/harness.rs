@@ -96,6 +96,16 @@ pub struct Record {
     pub exhausted: AtomicBool,
     /// Longest a request that got an answer waited for it, in microseconds.
     pub slowest_answer_us: AtomicU64,
+    /// When the latest request that was answered with values was sent. Answers to requests
+    /// sent before a fault can still arrive after it; this tells them from the rest.
+    pub latest_request_with_values: Mutex<Option<Instant>>,
+}
+
+impl Record {
+    fn requested_values_at(&self, sent: Instant) {
+        let mut latest = self.latest_request_with_values.lock().unwrap();
+        *latest = (*latest).max(Some(sent));
+    }
 }
 
 /// How clients behave.
@@ -248,6 +258,7 @@ pub async fn vend_once(
                     .collect(),
             };
             record.ok.fetch_add(1, Ordering::Relaxed);
+            record.requested_values_at(sent);
             Answer::Values(values, body)
         }
         StatusCode::SERVICE_UNAVAILABLE => {
