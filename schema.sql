@@ -522,15 +522,19 @@ BEGIN
          WHERE s.id = seq_id AND s.status = 'active' AND g.status = 'active';
         EXIT WHEN r.id IS NULL;
         PERFORM pg_advisory_xact_lock(1398166087, r.id);
-        SELECT g.id, g.status, g.pg_sequence, g.min_value, g.max_value, g.high_water INTO r
-          FROM seqvend.ranges g WHERE g.id = r.id;
+        SELECT g.id, g.status, g.pg_sequence, g.min_value, g.max_value, m.high_water INTO r
+          FROM seqvend.ranges g LEFT JOIN seqvend.range_marks m ON m.range_id = g.id
+         WHERE g.id = r.id;
         EXIT WHEN r.status <> 'active';
         blk := seqvend.draw_block(r.pg_sequence, p_count - taken, step, r.min_value,
                                   r.max_value, r.high_water);
         EXIT WHEN blk.taken IS NULL;
         IF blk.taken > 0 THEN
             last := (blk.first::numeric + (blk.taken - 1) * step)::bigint;
-            UPDATE seqvend.ranges SET high_water = last WHERE id = r.id;
+            UPDATE seqvend.range_marks SET high_water = last WHERE range_id = r.id;
+            IF NOT FOUND THEN
+                RAISE EXCEPTION 'range % has no row in seqvend.range_marks', r.id;
+            END IF;
             n := cardinality(runs_last);
             IF n > 0 AND runs_last[n]::numeric + step = blk.first THEN
                 runs_last[n] := last;
@@ -841,12 +845,14 @@ BEGIN
     END IF;
     PERFORM pg_advisory_xact_lock(1398166353, r.sequence_id);
     PERFORM pg_advisory_xact_lock(1398166087, p_range_id);
-    SELECT g.id, g.min_value, g.max_value, g.start_value, g.high_water,
+    SELECT g.id, g.min_value, g.max_value, g.start_value, m.high_water,
            g.pg_sequence::oid AS old_oid, s.increment
       INTO r
-      FROM seqvend.ranges g JOIN seqvend.sequences s ON s.id = g.sequence_id
+      FROM seqvend.ranges g
+      JOIN seqvend.sequences s ON s.id = g.sequence_id
+      JOIN seqvend.range_marks m ON m.range_id = g.id
      WHERE g.id = p_range_id
-       FOR UPDATE OF g;
+       FOR UPDATE OF g, m;
     IF EXISTS (SELECT FROM pg_catalog.pg_sequence WHERE seqrelid = r.old_oid) THEN
         RAISE EXCEPTION 'range %''s sequence % still exists', p_range_id, r.old_oid::regclass
             USING ERRCODE = 'duplicate_object',
@@ -1122,8 +1128,8 @@ BEGIN
                 outcome := 'unavailable';
                 vals := NULL;
                 detail := 'a lock it needs was not granted within lock_timeout: another session '
-                          'holds its PostgreSQL sequence (an open ALTER SEQUENCE?) or its '
-                          'range''s registry row';
+                          'holds its PostgreSQL sequence (an open ALTER SEQUENCE?), its '
+                          'range''s registry row or its range''s mark (seqvend.range_marks)';
             ELSE
                 outcome := 'ok';
             END IF;
@@ -1321,7 +1327,7 @@ BEGIN
         written := seqvend.write_marks(mark_ranges, mark_values, mark_up);
     END IF;
 
-    -- 5. The answers. A sequence whose mark could not be written (its range's row was held
+    -- 5. The answers. A sequence whose mark could not be written (its range's mark was held
     --    by another session) hands nothing out: its values become gaps.
     FOREACH answer IN ARRAY answers LOOP
         requests := answer.requests;
@@ -1331,7 +1337,8 @@ BEGIN
         IF outcome = 'ok' AND NOT (answer.ranges <@ written) THEN
             outcome := 'unavailable';
             vals := NULL;
-            detail := 'the registry row of one of its ranges is locked by another session';
+            detail := 'the mark of one of its ranges (seqvend.range_marks) is locked by another '
+                      'session';
         END IF;
         RETURN NEXT;
     END LOOP;
@@ -1356,11 +1363,12 @@ BEGIN
                    (SELECT sum(c)::bigint FROM unnest(p_counts) AS c),
                    s.id, s.status, s.increment,
                    r.id, r.pg_sequence, r.min_value, r.max_value, r.start_value,
-                   r.high_water, ps.seqincrement, ps.seqmin, ps.seqmax
+                   m.high_water, ps.seqincrement, ps.seqmin, ps.seqmax
               FROM (SELECT) AS one
               LEFT JOIN seqvend.sequences s
                      ON s.name = p_names[1] AND (p_locked IS NULL OR s.id = ANY (p_locked))
               LEFT JOIN seqvend.ranges r ON r.sequence_id = s.id AND r.status = 'active'
+              LEFT JOIN seqvend.range_marks m ON m.range_id = r.id
               LEFT JOIN pg_catalog.pg_sequence ps ON ps.seqrelid = r.pg_sequence;
         RETURN;
     END IF;
@@ -1368,7 +1376,7 @@ BEGIN
         SELECT g.name, g.requests, g.total,
                s.id, s.status, s.increment,
                r.id, r.pg_sequence, r.min_value, r.max_value, r.start_value,
-               r.high_water, ps.seqincrement, ps.seqmin, ps.seqmax
+               m.high_water, ps.seqincrement, ps.seqmin, ps.seqmax
           FROM (SELECT u.name,
                        array_agg(u.ord::integer ORDER BY u.ord) AS requests,
                        sum(u.cnt)::bigint AS total
@@ -1378,6 +1386,7 @@ BEGIN
           LEFT JOIN seqvend.sequences s
                  ON s.name = g.name AND (p_locked IS NULL OR s.id = ANY (p_locked))
           LEFT JOIN seqvend.ranges r ON r.sequence_id = s.id AND r.status = 'active'
+          LEFT JOIN seqvend.range_marks m ON m.range_id = r.id
           LEFT JOIN pg_catalog.pg_sequence ps ON ps.seqrelid = r.pg_sequence
          ORDER BY g.name COLLATE "C";
 END
@@ -1507,10 +1516,11 @@ BEGIN
 
     -- 2. The rows as they stand now that the locks are held (a new statement: a new snapshot).
     SELECT s.status, s.increment, r.status AS range_status, r.pg_sequence, r.min_value,
-           r.max_value, r.high_water, ps.seqincrement, ps.seqmin, ps.seqmax
+           r.max_value, m.high_water, ps.seqincrement, ps.seqmin, ps.seqmax
       INTO cur
       FROM seqvend.sequences s
       JOIN seqvend.ranges r ON r.id = locked.range_id AND r.sequence_id = s.id
+      JOIN seqvend.range_marks m ON m.range_id = r.id
       JOIN pg_catalog.pg_sequence ps ON ps.seqrelid = r.pg_sequence
      WHERE s.id = locked.id AND s.name = p_name;
     IF NOT FOUND OR cur.status = 'retired' OR cur.range_status <> 'active' THEN
@@ -1549,7 +1559,10 @@ BEGIN
         END LOOP;
 
         -- 4. The mark.
-        UPDATE seqvend.ranges SET high_water = mark WHERE id = locked.range_id;
+        UPDATE seqvend.range_marks SET high_water = mark WHERE range_id = locked.range_id;
+        IF NOT FOUND THEN
+            RETURN NULL;  -- no mark row: the general statement hands nothing out either
+        END IF;
     EXCEPTION
         WHEN lock_not_available OR deadlock_detected THEN
             RETURN '{}';
@@ -1604,9 +1617,10 @@ BEGIN
         IF array_position(p_locked, r_id) IS NULL THEN
             PERFORM pg_advisory_xact_lock(1398166087, r_id);
             SELECT r.status, r.pg_sequence, r.min_value, r.max_value, r.start_value,
-                   r.high_water, ps.seqincrement, ps.seqmin, ps.seqmax
+                   m.high_water, ps.seqincrement, ps.seqmin, ps.seqmax
               INTO r_status, r_seq, r_min, r_max, r_start, r_mark, s_step, s_min, s_max
               FROM seqvend.ranges r
+              JOIN seqvend.range_marks m ON m.range_id = r.id
               LEFT JOIN pg_catalog.pg_sequence ps ON ps.seqrelid = r.pg_sequence
              WHERE r.id = r_id;
             p_locked := p_locked || r_id;
@@ -1692,18 +1706,26 @@ BEGIN
                  GROUP BY m.id) AS f;
     END IF;
     BEGIN
-        UPDATE seqvend.ranges r SET high_water = f.mark
-          FROM unnest(folded_ids, folded_marks) AS f(id, mark)
-         WHERE r.id = f.id;
-        RETURN folded_ids;
+        -- Only the marks found are written: a range without its mark row hands nothing out.
+        WITH marked AS (
+            UPDATE seqvend.range_marks m SET high_water = f.mark
+              FROM unnest(folded_ids, folded_marks) AS f(id, mark)
+             WHERE m.range_id = f.id
+            RETURNING m.range_id)
+        SELECT coalesce(array_agg(range_id), '{}') INTO written FROM marked;
+        RETURN written;
     EXCEPTION WHEN lock_not_available THEN
         NULL;  -- one of the rows is held: write them one by one below
     END;
     FOR i IN 1 .. cardinality(folded_ids) LOOP
         BEGIN
-            PERFORM FROM seqvend.ranges r WHERE r.id = folded_ids[i] FOR NO KEY UPDATE NOWAIT;
-            UPDATE seqvend.ranges r SET high_water = folded_marks[i] WHERE r.id = folded_ids[i];
-            written := written || folded_ids[i];
+            PERFORM FROM seqvend.range_marks m WHERE m.range_id = folded_ids[i]
+                FOR NO KEY UPDATE NOWAIT;
+            UPDATE seqvend.range_marks m SET high_water = folded_marks[i]
+             WHERE m.range_id = folded_ids[i];
+            IF FOUND THEN
+                written := written || folded_ids[i];
+            END IF;
         EXCEPTION WHEN lock_not_available THEN
             NULL;  -- held: that range's sequence hands nothing out
         END;
@@ -1895,6 +1917,16 @@ CREATE SEQUENCE seqvend.range_ids
     CACHE 1;
 
 --
+-- Name: range_marks; Type: TABLE; Schema: seqvend; Owner: -
+--
+
+CREATE TABLE seqvend.range_marks (
+    range_id integer NOT NULL,
+    high_water bigint
+)
+WITH (fillfactor='50');
+
+--
 -- Name: ranges; Type: TABLE; Schema: seqvend; Owner: -
 --
 
@@ -1909,7 +1941,6 @@ CREATE TABLE seqvend.ranges (
     pg_sequence regclass NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
-    high_water bigint,
     CONSTRAINT ranges_bounds_check CHECK ((min_value < max_value)),
     CONSTRAINT ranges_start_check CHECK (((start_value >= min_value) AND (start_value <= max_value))),
     CONSTRAINT ranges_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'active'::text, 'exhausted'::text])))
@@ -2090,6 +2121,13 @@ ALTER TABLE ONLY seqvend.leases
     ADD CONSTRAINT leases_pkey PRIMARY KEY (id);
 
 --
+-- Name: range_marks range_marks_pkey; Type: CONSTRAINT; Schema: seqvend; Owner: -
+--
+
+ALTER TABLE ONLY seqvend.range_marks
+    ADD CONSTRAINT range_marks_pkey PRIMARY KEY (range_id);
+
+--
 -- Name: ranges ranges_no_overlap; Type: CONSTRAINT; Schema: seqvend; Owner: -
 --
 
@@ -2254,6 +2292,13 @@ ALTER TABLE ONLY seqvend.events
 
 ALTER TABLE ONLY seqvend.leases
     ADD CONSTRAINT leases_sequence_id_fkey FOREIGN KEY (sequence_id) REFERENCES seqvend.sequences(id);
+
+--
+-- Name: range_marks range_marks_range_id_fkey; Type: FK CONSTRAINT; Schema: seqvend; Owner: -
+--
+
+ALTER TABLE ONLY seqvend.range_marks
+    ADD CONSTRAINT range_marks_range_id_fkey FOREIGN KEY (range_id) REFERENCES seqvend.ranges(id);
 
 --
 -- Name: ranges ranges_sequence_fkey; Type: FK CONSTRAINT; Schema: seqvend; Owner: -

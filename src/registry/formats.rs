@@ -63,10 +63,11 @@ pub async fn issued(pool: &Registry, origins: &[Origin]) -> Result<Option<Issued
              FROM unnest($1::text[], $2::int8[]) AS c(format, serial)
              JOIN seqvend.sequences s ON s.format = c.format::jsonb
              JOIN seqvend.ranges r ON r.sequence_id = s.id
-            WHERE r.high_water IS NOT NULL
+             JOIN seqvend.range_marks m ON m.range_id = r.id
+            WHERE m.high_water IS NOT NULL
               AND CASE WHEN s.increment > 0
-                       THEN c.serial BETWEEN r.start_value AND r.high_water
-                       ELSE c.serial BETWEEN r.high_water AND r.start_value END
+                       THEN c.serial BETWEEN r.start_value AND m.high_water
+                       ELSE c.serial BETWEEN m.high_water AND r.start_value END
               AND (c.serial::numeric - r.start_value) % s.increment = 0
             ORDER BY s.id
             LIMIT 1"#,

@@ -132,7 +132,7 @@ async fn read_slice(
                   r.start_value AS "start_value?", r.status AS "range_status?",
                   r.pg_sequence::text AS "pg_sequence?",
                   CASE WHEN r.status <> 'exhausted'
-                       THEN seqvend.range_last_value(r.pg_sequence, r.high_water, s.increment) END AS last_value
+                       THEN seqvend.range_last_value(r.pg_sequence, m.high_water, s.increment) END AS last_value
              FROM (SELECT * FROM seqvend.sequences
                     WHERE name > $1 AND ($2::text IS NULL OR name <= $2)
                       AND ($4::text[] IS NULL OR name = ANY($4))
@@ -140,6 +140,7 @@ async fn read_slice(
              LEFT JOIN LATERAL seqvend.usage_since(s.id, interval '1 hour') u1 ON true
              LEFT JOIN LATERAL seqvend.usage_since(s.id, interval '1 day') u24 ON true
              LEFT JOIN seqvend.ranges r ON r.sequence_id = s.id
+             LEFT JOIN seqvend.range_marks m ON m.range_id = r.id
             ORDER BY s.name, r.id"#,
         slice.after,
         slice.through,

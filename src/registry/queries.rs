@@ -37,11 +37,12 @@ pub async fn get_sequence(
                   r.min_value AS "min_value?", r.max_value AS "max_value?",
                   r.start_value AS "start_value?", r.status AS "range_status?",
                   r.pg_sequence::text AS "pg_sequence?",
-                  seqvend.range_last_value(r.pg_sequence, r.high_water, s.increment) AS last_value
+                  seqvend.range_last_value(r.pg_sequence, m.high_water, s.increment) AS last_value
              FROM seqvend.sequences s
              LEFT JOIN LATERAL seqvend.usage_since(s.id, interval '1 hour') u1 ON true
              LEFT JOIN LATERAL seqvend.usage_since(s.id, interval '1 day') u24 ON true
              LEFT JOIN seqvend.ranges r ON r.sequence_id = s.id
+             LEFT JOIN seqvend.range_marks m ON m.range_id = r.id
             WHERE s.name = $1
             ORDER BY r.id"#,
         name.as_str()
@@ -75,12 +76,13 @@ pub async fn live_sequences(
                   r.start_value AS "start_value?", r.status AS "range_status?",
                   r.pg_sequence::text AS "pg_sequence?",
                   CASE WHEN r.status <> 'exhausted'
-                       THEN seqvend.range_last_value(r.pg_sequence, r.high_water, s.increment) END AS last_value
+                       THEN seqvend.range_last_value(r.pg_sequence, m.high_water, s.increment) END AS last_value
              FROM (SELECT * FROM seqvend.sequences
                     WHERE status <> 'retired' AND name > $1 ORDER BY name LIMIT $2) s
              LEFT JOIN LATERAL seqvend.usage_since(s.id, interval '1 hour') u1 ON true
              LEFT JOIN LATERAL seqvend.usage_since(s.id, interval '1 day') u24 ON true
              LEFT JOIN seqvend.ranges r ON r.sequence_id = s.id
+             LEFT JOIN seqvend.range_marks m ON m.range_id = r.id
             ORDER BY s.name, r.id"#,
         after,
         limit
@@ -287,9 +289,12 @@ async fn insert_range(
         .await
         .map_err(RegistryError::from_db)?;
     sqlx::query!(
-        "INSERT INTO seqvend.ranges
-             (id, sequence_id, namespace, min_value, max_value, start_value, status, pg_sequence)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8::oid)",
+        "WITH range AS (
+             INSERT INTO seqvend.ranges
+                 (id, sequence_id, namespace, min_value, max_value, start_value, status, pg_sequence)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8::oid)
+             RETURNING id)
+         INSERT INTO seqvend.range_marks (range_id) SELECT id FROM range",
         range_id,
         sequence_id,
         namespace,

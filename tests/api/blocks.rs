@@ -88,7 +88,7 @@ async fn a_lease_of_100000_values_is_one_block_and_the_sequence_goes_on_after_it
         "no new file, no catalog write"
     );
     let mark: i64 = dba
-        .query_one("SELECT high_water FROM seqvend.ranges", &[])
+        .query_one("SELECT high_water FROM seqvend.range_marks", &[])
         .await
         .unwrap()
         .get(0);

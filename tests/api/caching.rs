@@ -88,7 +88,7 @@ async fn a_cached_sequence_hands_out_values_from_memory_drawn_in_leased_blocks()
     let mark: i64 = db
         .connect()
         .await
-        .query_one("SELECT high_water FROM seqvend.ranges", &[])
+        .query_one("SELECT high_water FROM seqvend.range_marks", &[])
         .await
         .unwrap()
         .get(0);

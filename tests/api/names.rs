@@ -93,6 +93,7 @@ async fn hostile_names_are_400_and_change_nothing() {
             "families",
             "idempotency_keys",
             "leases",
+            "range_marks",
             "ranges",
             "sequences",
             "snowflake_layout",

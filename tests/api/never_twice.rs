@@ -291,6 +291,10 @@ const DBA_LOCKS: &[DbaLock] = &[
         sql: "SELECT 1 FROM seqvend.ranges WHERE id = {range} FOR UPDATE",
     },
     DbaLock {
+        what: "its range's mark locked",
+        sql: "SELECT 1 FROM seqvend.range_marks WHERE range_id = {range} FOR UPDATE",
+    },
+    DbaLock {
         what: "its range's lock held, as by an instance stuck mid-vend",
         sql: "SELECT pg_advisory_xact_lock(1398166087, {range})",
     },
@@ -375,11 +379,11 @@ async fn a_lock_left_on_one_sequence_fails_only_that_sequence_of_the_batch_and_s
     }
 }
 
-/// A registry row a DBA holds on a sequence whose draw is the common case (room to spare, a
+/// A range's mark a DBA holds on a sequence whose draw is the common case (room to spare, a
 /// few values): the batch's one attempt draws for all three, the mark of the held one cannot be
 /// written, and only that sequence goes without; the others get their values, none burned.
 #[tokio::test(flavor = "multi_thread")]
-async fn a_range_row_held_in_the_common_case_costs_the_other_sequences_nothing() {
+async fn a_range_mark_held_in_the_common_case_costs_the_other_sequences_nothing() {
     let db = TestDb::shared().await;
     let app = spawn_app_on(&db, test_settings()).await;
     let client = impatient(&db, "5s").await;
@@ -391,7 +395,7 @@ async fn a_range_row_held_in_the_common_case_costs_the_other_sequences_nothing()
     let (range, _) = active_range(&client, "y").await;
     let dba = db.connect().await;
     dba.batch_execute(&format!(
-        "BEGIN; SELECT 1 FROM seqvend.ranges WHERE id = {range} FOR UPDATE"
+        "BEGIN; SELECT 1 FROM seqvend.range_marks WHERE range_id = {range} FOR UPDATE"
     ))
     .await
     .unwrap();
@@ -419,7 +423,7 @@ async fn a_range_row_held_in_the_common_case_costs_the_other_sequences_nothing()
 /// The same, with the held sequence alone in its batch (the one-sequence path): its mark cannot
 /// be written, and the statement still answers `unavailable` for it rather than failing.
 #[tokio::test(flavor = "multi_thread")]
-async fn a_range_row_held_answers_unavailable_when_the_batch_names_only_that_sequence() {
+async fn a_range_mark_held_answers_unavailable_when_the_batch_names_only_that_sequence() {
     let db = TestDb::shared().await;
     let app = spawn_app_on(&db, test_settings()).await;
     let client = impatient(&db, "5s").await;
@@ -428,7 +432,7 @@ async fn a_range_row_held_answers_unavailable_when_the_batch_names_only_that_seq
     let (range, _) = active_range(&client, "alone").await;
     let dba = db.connect().await;
     dba.batch_execute(&format!(
-        "BEGIN; SELECT 1 FROM seqvend.ranges WHERE id = {range} FOR UPDATE"
+        "BEGIN; SELECT 1 FROM seqvend.range_marks WHERE range_id = {range} FOR UPDATE"
     ))
     .await
     .unwrap();
@@ -440,6 +444,88 @@ async fn a_range_row_held_answers_unavailable_when_the_batch_names_only_that_seq
     );
     dba.batch_execute("ROLLBACK").await.unwrap();
     assert_eq!(vend(&client, &[("alone", 2)]).await[0].outcome, "ok");
+}
+
+/// A range whose mark row is gone (deleted by hand) hands nothing out, on the one-sequence path
+/// and in a batch beside other sequences, rather than values no mark records; nor does a
+/// lease of it. Once the row is back, it vends again.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_range_without_its_mark_row_hands_nothing_out() {
+    let db = TestDb::shared().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    let client = impatient(&db, "5s").await;
+    for name in ["unmarked", "beside"] {
+        app.create_ok(name, 1, 1_000_000).await;
+        assert_eq!(app.next_value(name).await, 1);
+    }
+    let (range, _) = active_range(&client, "unmarked").await;
+    client
+        .batch_execute(&format!(
+            "DELETE FROM seqvend.range_marks WHERE range_id = {range}"
+        ))
+        .await
+        .unwrap();
+
+    let alone = vend(&client, &[("unmarked", 2)]).await;
+    assert_eq!(
+        (alone[0].outcome.as_str(), alone[0].values.as_ref()),
+        ("unavailable", None)
+    );
+    let batch = vend(&client, &[("beside", 2), ("unmarked", 2)]).await;
+    let outcomes: Vec<(&str, Option<&[i64]>)> = batch
+        .iter()
+        .map(|a| (a.outcome.as_str(), a.values.as_deref()))
+        .collect();
+    assert_eq!(outcomes, [("ok", Some(&[2, 3][..])), ("unavailable", None)]);
+    let lease = client
+        .query_one(
+            "SELECT outcome, value_count FROM \
+             seqvend.lease('unmarked', 1000, 'client', 'client', interval '1 minute')",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (lease.get::<_, String>(0), lease.get::<_, i64>(1)),
+        ("unavailable".to_owned(), 0)
+    );
+
+    client
+        .batch_execute(&format!(
+            "INSERT INTO seqvend.range_marks (range_id, high_water) VALUES ({range}, 1)"
+        ))
+        .await
+        .unwrap();
+    assert_eq!(vend(&client, &[("unmarked", 2)]).await[0].outcome, "ok");
+}
+
+/// A mark row deleted by hand while the one-sequence statement waits to write it (the DBA's
+/// `DELETE` holds the row until it commits): the draw finds no mark to write and hands nothing
+/// out.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_mark_row_deleted_while_a_draw_waits_to_write_it_hands_nothing_out() {
+    let db = TestDb::shared().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    let client = waiting_for_locks(&db).await;
+    app.create_ok("deleted", 1, 1_000_000).await;
+    assert_eq!(app.next_value("deleted").await, 1);
+    let (range, _) = active_range(&client, "deleted").await;
+    let dba = db.connect().await;
+    dba.batch_execute(&format!(
+        "BEGIN; DELETE FROM seqvend.range_marks WHERE range_id = {range}"
+    ))
+    .await
+    .unwrap();
+
+    let draw = tokio::spawn(async move { vend(&client, &[("deleted", 2)]).await });
+    let observer = db.connect().await;
+    until_blocked(&observer, 1, Blocked::On("transactionid"), "%seqvend.vend%").await;
+    dba.batch_execute("COMMIT").await.unwrap();
+    let answer = draw.await.unwrap();
+    assert_eq!(
+        (answer[0].outcome.as_str(), answer[0].values.as_ref()),
+        ("unavailable", None)
+    );
 }
 
 /// A DBA's open `ALTER SEQUENCE`, with the sequence alone in its batch (the one-sequence path):

@@ -175,7 +175,9 @@ async fn plans_made_with_few_sequences_stay_lookups_as_sequences_are_added() {
             .into()
     }));
     calls.push(("range_last_value", &[], |_| {
-        "SELECT seqvend.range_last_value(pg_sequence, high_water, 1) FROM seqvend.ranges".into()
+        "SELECT seqvend.range_last_value(r.pg_sequence, m.high_water, 1) \
+         FROM seqvend.ranges r JOIN seqvend.range_marks m ON m.range_id = r.id"
+            .into()
     }));
     let mut scanning = Vec::new();
     let mut compiled = Vec::new();

@@ -380,24 +380,31 @@ impl Operator {
         self.hold("sequence locked", range.pg_sequence.clone(), sql);
     }
 
-    /// `SELECT … FOR UPDATE` of a range's or a sequence's registry row, held open 0.2–3 s.
+    /// `SELECT … FOR UPDATE` of a range's or a sequence's registry row, or of a range's mark,
+    /// held open 0.2–3 s.
     async fn hold_registry_row(&mut self, name: &str) {
         let Some(range) = self.active_range(name).await else {
             return;
         };
-        let (kind, sql) = if self.rng.gen_bool(0.5) {
-            (
+        let (kind, sql) = match self.rng.gen_range(0..3) {
+            0 => (
                 "range row locked",
                 format!(
                     "SELECT 1 FROM seqvend.ranges WHERE id = {} FOR UPDATE",
                     range.id
                 ),
-            )
-        } else {
-            (
+            ),
+            1 => (
+                "range mark locked",
+                format!(
+                    "SELECT 1 FROM seqvend.range_marks WHERE range_id = {} FOR UPDATE",
+                    range.id
+                ),
+            ),
+            _ => (
                 "sequence row locked",
                 format!("SELECT 1 FROM seqvend.sequences WHERE name = '{name}' FOR UPDATE"),
-            )
+            ),
         };
         self.hold(kind, format!("{name} (range {})", range.id), sql);
     }

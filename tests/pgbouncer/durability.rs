@@ -60,7 +60,7 @@ async fn values_whose_commit_the_standby_did_not_confirm_are_withheld_through_pg
     let reply = request.await.unwrap();
     reply.assert_error(503, "unavailable");
     let committed: i64 = dba
-        .query_one("SELECT high_water FROM seqvend.ranges", &[])
+        .query_one("SELECT high_water FROM seqvend.range_marks", &[])
         .await
         .unwrap()
         .get(0);
