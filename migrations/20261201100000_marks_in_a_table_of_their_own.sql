@@ -11,10 +11,12 @@
 -- are not. Every writer of a mark checks that the row was there: a missing one hands nothing
 -- out, as a mark that cannot be written did before.
 --
--- The marks are copied with `ranges` locked against writers, so a vend that commits meanwhile
--- cannot leave its mark behind in the column that is dropped.
+-- `ranges` is locked first, as dropping its column will need: a draw in flight (an instance
+-- not yet upgraded) finishes before the marks are copied, so its mark is not left behind in the
+-- column that is dropped, and no draw can then hold the table against this transaction's
+-- stronger lock later (a deadlock). Draws wait for the migration, a fraction of a second.
 
-LOCK TABLE seqvend.ranges IN SHARE ROW EXCLUSIVE MODE;
+LOCK TABLE seqvend.ranges IN ACCESS EXCLUSIVE MODE;
 
 CREATE TABLE seqvend.range_marks (
     range_id   integer PRIMARY KEY REFERENCES seqvend.ranges (id),
