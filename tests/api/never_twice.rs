@@ -38,6 +38,13 @@ struct Answer {
     values: Option<Vec<i64>>,
 }
 
+impl Answer {
+    /// The outcome and the values, for comparing with what a test expects.
+    fn outcome_and_values(&self) -> (&str, Option<&[i64]>) {
+        (self.outcome.as_str(), self.values.as_deref())
+    }
+}
+
 /// Runs `seqvend.vend` for `asks` (name, count) as one statement, the way a coalesced batch
 /// does, and returns an answer per sequence, in name order.
 async fn vend(client: &tokio_postgres::Client, asks: &[(&str, i32)]) -> Vec<Answer> {
@@ -341,10 +348,8 @@ async fn a_lock_left_on_one_sequence_fails_only_that_sequence_of_the_batch_and_s
         let started = Instant::now();
         let answers = vend(&client, &asks).await;
         let took = started.elapsed();
-        let outcomes: Vec<(&str, Option<&[i64]>)> = answers
-            .iter()
-            .map(|a| (a.outcome.as_str(), a.values.as_deref()))
-            .collect();
+        let outcomes: Vec<(&str, Option<&[i64]>)> =
+            answers.iter().map(Answer::outcome_and_values).collect();
         assert_eq!(
             outcomes,
             [
@@ -438,10 +443,7 @@ async fn a_range_mark_held_answers_unavailable_when_the_batch_names_only_that_se
     .unwrap();
 
     let held = vend(&client, &[("alone", 2)]).await;
-    assert_eq!(
-        (held[0].outcome.as_str(), held[0].values.as_ref()),
-        ("unavailable", None)
-    );
+    assert_eq!(held[0].outcome_and_values(), ("unavailable", None));
     dba.batch_execute("ROLLBACK").await.unwrap();
     assert_eq!(vend(&client, &[("alone", 2)]).await[0].outcome, "ok");
 }
@@ -467,15 +469,10 @@ async fn a_range_without_its_mark_row_hands_nothing_out() {
         .unwrap();
 
     let alone = vend(&client, &[("unmarked", 2)]).await;
-    assert_eq!(
-        (alone[0].outcome.as_str(), alone[0].values.as_ref()),
-        ("unavailable", None)
-    );
+    assert_eq!(alone[0].outcome_and_values(), ("unavailable", None));
     let batch = vend(&client, &[("beside", 2), ("unmarked", 2)]).await;
-    let outcomes: Vec<(&str, Option<&[i64]>)> = batch
-        .iter()
-        .map(|a| (a.outcome.as_str(), a.values.as_deref()))
-        .collect();
+    let outcomes: Vec<(&str, Option<&[i64]>)> =
+        batch.iter().map(Answer::outcome_and_values).collect();
     assert_eq!(outcomes, [("ok", Some(&[2, 3][..])), ("unavailable", None)]);
     let lease = client
         .query_one(
@@ -522,10 +519,7 @@ async fn a_mark_row_deleted_while_a_draw_waits_to_write_it_hands_nothing_out() {
     until_blocked(&observer, 1, Blocked::On("transactionid"), "%seqvend.vend%").await;
     dba.batch_execute("COMMIT").await.unwrap();
     let answer = draw.await.unwrap();
-    assert_eq!(
-        (answer[0].outcome.as_str(), answer[0].values.as_ref()),
-        ("unavailable", None)
-    );
+    assert_eq!(answer[0].outcome_and_values(), ("unavailable", None));
 }
 
 /// A DBA's open `ALTER SEQUENCE`, with the sequence alone in its batch (the one-sequence path):
@@ -548,10 +542,7 @@ async fn a_sequence_a_dba_holds_answers_unavailable_after_one_lock_timeout_when_
     let started = Instant::now();
     let held = vend(&client, &[("altered", 2)]).await;
     let waited = started.elapsed();
-    assert_eq!(
-        (held[0].outcome.as_str(), held[0].values.as_ref()),
-        ("unavailable", None)
-    );
+    assert_eq!(held[0].outcome_and_values(), ("unavailable", None));
     assert_one_lock_timeout(waited);
     dba.batch_execute("ROLLBACK").await.unwrap();
     assert_eq!(
@@ -621,10 +612,7 @@ async fn a_range_lock_held_answers_unavailable_after_one_lock_timeout_when_alone
     let started = Instant::now();
     let held = vend(&client, &[("drawn_elsewhere", 1)]).await;
     let waited = started.elapsed();
-    assert_eq!(
-        (held[0].outcome.as_str(), held[0].values.as_ref()),
-        ("unavailable", None)
-    );
+    assert_eq!(held[0].outcome_and_values(), ("unavailable", None));
     assert_one_lock_timeout(waited);
     other.batch_execute("ROLLBACK").await.unwrap();
     assert_eq!(
