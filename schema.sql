@@ -42,6 +42,19 @@ CREATE TYPE seqvend.vend_answer AS (
 	marks bigint[]
 );
 
+--
+-- Name: add_range_mark(); Type: FUNCTION; Schema: seqvend; Owner: -
+--
+
+CREATE FUNCTION seqvend.add_range_mark() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    INSERT INTO seqvend.range_marks (range_id) VALUES (NEW.id);
+    RETURN NULL;
+END
+$$;
+
 SET default_tablespace = '';
 
 SET default_table_access_method = heap;
@@ -2264,6 +2277,12 @@ CREATE INDEX vend_answers_expiry ON seqvend.vend_answers USING brin (expires_at)
 --
 
 CREATE INDEX vend_answers_keys ON seqvend.vend_answers USING gin (keys) WITH (fastupdate=off);
+
+--
+-- Name: ranges ranges_have_a_mark; Type: TRIGGER; Schema: seqvend; Owner: -
+--
+
+CREATE TRIGGER ranges_have_a_mark AFTER INSERT ON seqvend.ranges FOR EACH ROW EXECUTE FUNCTION seqvend.add_range_mark();
 
 --
 -- Name: events events_family_id_fkey; Type: FK CONSTRAINT; Schema: seqvend; Owner: -

@@ -25,17 +25,6 @@ ROUNDS = int(os.environ.get("BLOCKS_ROUNDS", "5"))
 SECONDS = int(os.environ.get("BLOCKS_SECONDS", "5"))
 BIN = pg_bindir()
 
-# Each range's mark row, on a schema that keeps marks in a table of their own (a baseline from
-# before it keeps them in `ranges`, and has nothing to insert).
-MARK_ROWS = """
-DO $$ BEGIN
-    IF to_regclass('seqvend.range_marks') IS NOT NULL THEN
-        INSERT INTO seqvend.range_marks (range_id)
-        SELECT id FROM seqvend.ranges ON CONFLICT DO NOTHING;
-    END IF;
-END $$;
-"""
-
 REGISTRY = """
 CREATE SCHEMA IF NOT EXISTS seqvend_ranges;
 INSERT INTO seqvend.sequences (name, namespace, increment) VALUES ('big', 'big', 1);
@@ -45,7 +34,7 @@ INSERT INTO seqvend.ranges (id, sequence_id, namespace, min_value, max_value, st
                             status, pg_sequence)
 SELECT 1, id, 'big', 1, 9000000000000000000, 1, 'active', 'seqvend_ranges.r1'
   FROM seqvend.sequences WHERE name = 'big';
-""" + MARK_ROWS
+"""
 
 # What seqvend sends in each: the same statements before and after (lease() answers runs
 # after, every value before).

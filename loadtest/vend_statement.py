@@ -19,7 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from blocks import BIN, MARK_ROWS, Cluster, baseline_migrations, current_migrations, migrate, spread
+from blocks import BIN, Cluster, baseline_migrations, current_migrations, migrate, spread
 from run import commit, log, machine, write_section
 
 ROUNDS = int(os.environ.get("VEND_ROUNDS", "5"))
@@ -38,7 +38,6 @@ INSERT INTO seqvend.ranges (id, sequence_id, namespace, min_value, max_value, st
 SELECT 100 + i, s.id, s.namespace, 1, 9000000000000000000, 1, 'active',
        format('seqvend_ranges.r_%s', i)::regclass
   FROM generate_series(1, {SEQUENCES}) AS i JOIN seqvend.sequences s ON s.name = 's' || i;
-{MARK_ROWS}
 SELECT * FROM seqvend.vend(ARRAY(SELECT 's' || i FROM generate_series(1, {SEQUENCES}) AS i),
                            array_fill(1, ARRAY[{SEQUENCES}]));
 SELECT * FROM seqvend.vend('{{big}}', '{{1}}');

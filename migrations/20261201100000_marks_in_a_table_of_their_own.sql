@@ -7,9 +7,11 @@
 -- and 214 µs for 26 with the mark in `ranges`, against 170 µs and 199 µs with it here.
 -- `range_marks` has its key and the mark, nothing else to check.
 --
--- A mark row is inserted with its range (in the same statement) and never deleted, as ranges
--- are not. Every writer of a mark checks that the row was there: a missing one hands nothing
--- out, as a mark that cannot be written did before.
+-- Every range gets its mark row when it is inserted, by a trigger, however it is inserted (an
+-- instance of the previous version adding a range while others are upgraded, a range made by
+-- hand); the row is never deleted, as ranges are not. Every writer of a mark checks that the
+-- row was there: a missing one (deleted by hand) hands nothing out, as a mark that cannot be
+-- written did before.
 --
 -- `ranges` is locked first, as dropping its column will need: a draw in flight (an instance
 -- not yet upgraded) finishes before the marks are copied, so its mark is not left behind in the
@@ -26,6 +28,18 @@ CREATE TABLE seqvend.range_marks (
 
 INSERT INTO seqvend.range_marks (range_id, high_water)
 SELECT id, high_water FROM seqvend.ranges;
+
+CREATE FUNCTION seqvend.add_range_mark() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    INSERT INTO seqvend.range_marks (range_id) VALUES (NEW.id);
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER ranges_have_a_mark AFTER INSERT ON seqvend.ranges
+    FOR EACH ROW EXECUTE FUNCTION seqvend.add_range_mark();
 
 CREATE OR REPLACE FUNCTION seqvend.write_marks(p_ranges integer[], p_marks bigint[], p_up boolean[]) RETURNS integer[]
     LANGUAGE plpgsql

@@ -289,12 +289,10 @@ async fn insert_range(
         .await
         .map_err(RegistryError::from_db)?;
     sqlx::query!(
-        "WITH range AS (
-             INSERT INTO seqvend.ranges
-                 (id, sequence_id, namespace, min_value, max_value, start_value, status, pg_sequence)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8::oid)
-             RETURNING id)
-         INSERT INTO seqvend.range_marks (range_id) SELECT id FROM range",
+        // Its mark row comes with it (the trigger `ranges_have_a_mark`).
+        "INSERT INTO seqvend.ranges
+             (id, sequence_id, namespace, min_value, max_value, start_value, status, pg_sequence)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8::oid)",
         range_id,
         sequence_id,
         namespace,

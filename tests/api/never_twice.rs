@@ -496,6 +496,44 @@ async fn a_range_without_its_mark_row_hands_nothing_out() {
     assert_eq!(vend(&client, &[("unmarked", 2)]).await[0].outcome, "ok");
 }
 
+/// A range inserted without seqvend's own query (as an instance of the previous version, or a
+/// DBA, would insert one) gets its mark row all the same, so that it vends once it is active.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_range_inserted_by_hand_gets_its_mark_row() {
+    let db = TestDb::shared().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    let client = impatient(&db, "5s").await;
+    app.create_ok("handmade", 1, 3).await;
+    let (range, _) = active_range(&client, "handmade").await;
+    client
+        .batch_execute(&format!(
+            "CREATE SEQUENCE seqvend_ranges.handmade AS bigint MINVALUE 10 MAXVALUE 1000 \
+                 START 10 CACHE 1 NO CYCLE;
+             INSERT INTO seqvend.ranges (id, sequence_id, namespace, min_value, max_value,
+                                         start_value, status, pg_sequence)
+             SELECT {range} + 1000, sequence_id, namespace, 10, 1000, 10, 'pending',
+                    'seqvend_ranges.handmade'
+               FROM seqvend.ranges WHERE id = {range}"
+        ))
+        .await
+        .unwrap();
+    let marks: i64 = client
+        .query_one(
+            "SELECT count(*) FROM seqvend.range_marks WHERE range_id = $1 AND high_water IS NULL",
+            &[&(range + 1000)],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(marks, 1);
+    // The first range's three values, then the hand-made range's first two.
+    let drawn = vend(&client, &[("handmade", 5)]).await;
+    assert_eq!(
+        drawn[0].outcome_and_values(),
+        ("ok", Some(&[1, 2, 3, 10, 11][..]))
+    );
+}
+
 /// A mark row deleted by hand while the one-sequence statement waits to write it (the DBA's
 /// `DELETE` holds the row until it commits): the draw finds no mark to write and hands nothing
 /// out.
