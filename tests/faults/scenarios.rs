@@ -142,17 +142,18 @@ async fn with_postgresql_stopped_for_ten_seconds_every_request_is_a_prompt_503_a
         "an answer took {slowest_during_outage:?}"
     );
     let rss_during = seqvend.rss_kb();
-
-    pg.start_again().await;
-    let back = Instant::now();
-    // Answers to requests sent before the stop may still be arriving; no request sent once
-    // PostgreSQL was down may have been given a value.
+    // Answers to requests sent before the stop may still have arrived after it; no request sent
+    // once PostgreSQL was down may have been given a value. Read before PostgreSQL returns: a
+    // request sent during the outage may then rightly be served.
     let latest_with_values = record.latest_request_with_values.lock().unwrap().unwrap();
     assert!(
         latest_with_values < down,
         "a request sent {:?} into the outage was given values",
         latest_with_values - down
     );
+
+    pg.start_again().await;
+    let back = Instant::now();
     let values_at_return = record.values.lock().unwrap().len();
     until_more_values(&record, 1).await;
     let recovery = back.elapsed();
