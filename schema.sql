@@ -817,7 +817,7 @@ DECLARE
     called    boolean;
     taken     numeric;
 BEGIN
-    IF NOT EXISTS (SELECT FROM pg_catalog.pg_class WHERE oid = p_seq AND relkind = 'S') THEN
+    IF pg_catalog.pg_relation_filenode(p_seq) IS NULL THEN
         RETURN p_mark;
     END IF;
     taken := pg_sequence_last_value(p_seq);
