@@ -188,6 +188,10 @@ pub struct VendSettings {
 pub struct WatchSettings {
     /// How often usage is sampled, alerts judged and the sequence gauges refreshed.
     pub interval: Duration,
+    /// Every live sequence is read in full (its position and usage windows) at least this
+    /// often; in between, a round reads only those whose registry row, ranges or marks moved.
+    /// Zero: every round reads every sequence.
+    pub sweep: Duration,
     /// Most sequences with series of their own in the per-sequence metrics (the most urgent
     /// ones); the rest are summed under `sequence="_other"`.
     pub metrics_sequences: usize,
@@ -290,6 +294,7 @@ impl Default for WatchSettings {
     fn default() -> Self {
         Self {
             interval: Duration::from_secs(10),
+            sweep: Duration::from_secs(60),
             metrics_sequences: 100,
         }
     }
@@ -416,6 +421,7 @@ fn watch_settings(get: &impl Fn(&'static str) -> Var) -> anyhow::Result<WatchSet
             get("SEQVEND_WATCH_INTERVAL_S"),
             watch.interval.as_secs(),
         )?),
+        sweep: Duration::from_secs(parse(get("SEQVEND_WATCH_SWEEP_S"), watch.sweep.as_secs())?),
         metrics_sequences: parse(get("SEQVEND_METRICS_SEQUENCES"), watch.metrics_sequences)?,
     })
 }

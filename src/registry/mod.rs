@@ -2,8 +2,8 @@
 //! (`queries`; many at a time in name order, `listing`), the views they answer with (`views`) and what can go wrong (`error`); what the
 //! vend path needs of each sequence, read once and kept in memory (`formats`, `catalog`); the
 //! settings, cache policy and the leases on cached blocks (`cache`); each sequence's history
-//! (`events`); usage samples and raised alerts (`usage`), and the samples as a series
-//! (`samples`).
+//! (`events`); usage samples and raised alerts (`usage`), the samples as a series
+//! (`samples`), and what the usage round reads (`watch`).
 
 mod cache;
 mod catalog;
@@ -19,6 +19,7 @@ mod samples;
 mod tokens;
 mod usage;
 mod views;
+mod watch;
 
 pub use cache::{
     await_instance_leases, change_settings, Change, ChangeKind, SettingsChange, CHANGES_CHANNEL,
@@ -39,9 +40,7 @@ pub use leases::{
     sweep_leases,
 };
 pub use listing::{changed_since, list_sequences, sequences_between, sequences_named, slice_ends};
-pub use queries::{
-    add_range, create_sequence, get_sequence, live_sequences, retire_sequence, NewSequence,
-};
+pub use queries::{add_range, create_sequence, get_sequence, retire_sequence, NewSequence};
 pub use samples::{usage_samples, UsageSample};
 pub use tokens::{
     create_token, list_tokens, revoke_token, token_by_id, touch_token, StoredToken, TokenView,
@@ -53,3 +52,4 @@ pub use usage::{
 pub use views::{
     AlertsView, CacheView, RangeView, SequencePage, SequenceRecord, SequenceView, UsageView,
 };
+pub use watch::{live_sequence_marks, live_sequences, LiveSequence};

@@ -8,9 +8,7 @@
 use crate::db::{Registry, RegistryTx};
 
 use super::cache::{announce, ChangeKind};
-use super::views::{
-    fold_rows, stored_format, RangeView, SequenceRecord, SequenceRow, SequenceView,
-};
+use super::views::{fold_rows, stored_format, RangeView, SequenceRow, SequenceView};
 use super::RegistryError;
 use crate::carriers::Format;
 use crate::ddl;
@@ -54,43 +52,6 @@ pub async fn get_sequence(
         .pop()
         .map(|record| record.view)
         .ok_or_else(|| RegistryError::NotFound(name.clone()))
-}
-
-/// A page of the sequences that are not retired, in name order after `after`, with their
-/// range states: for gauges and warnings. Paged so that no transaction opens thousands of
-/// sequence relations at once (each read holds a lock until commit).
-pub async fn live_sequences(
-    pool: &Registry,
-    after: &str,
-    limit: i64,
-) -> Result<Vec<SequenceRecord>, RegistryError> {
-    let rows = sqlx::query_as!(
-        SequenceRow,
-        r#"SELECT s.id, s.name, s.namespace, s.increment, s.status, s.format::text AS format,
-                  s.created_at, s.updated_at,
-                  s.cache_size, s.cache_buffer_seconds, s.cache_min,
-                  s.alert_remaining_below, s.alert_days_left_below, s.alerts_raised,
-                  u1.used::text AS "used_1h?", u1.span_seconds AS "span_1h?",
-                  u24.used::text AS "used_24h?", u24.span_seconds AS "span_24h?",
-                  r.min_value AS "min_value?", r.max_value AS "max_value?",
-                  r.start_value AS "start_value?", r.status AS "range_status?",
-                  r.pg_sequence::text AS "pg_sequence?",
-                  CASE WHEN r.status <> 'exhausted'
-                       THEN seqvend.range_last_value(r.pg_sequence, m.high_water, s.increment) END AS last_value
-             FROM (SELECT * FROM seqvend.sequences
-                    WHERE status <> 'retired' AND name > $1 ORDER BY name LIMIT $2) s
-             LEFT JOIN LATERAL seqvend.usage_since(s.id, interval '1 hour') u1 ON true
-             LEFT JOIN LATERAL seqvend.usage_since(s.id, interval '1 day') u24 ON true
-             LEFT JOIN seqvend.ranges r ON r.sequence_id = s.id
-             LEFT JOIN seqvend.range_marks m ON m.range_id = r.id
-            ORDER BY s.name, r.id"#,
-        after,
-        limit
-    )
-    .fetch_all(pool)
-    .await
-    .map_err(RegistryError::from_db)?;
-    fold_rows(rows)
 }
 
 pub struct NewSequence {

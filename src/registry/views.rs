@@ -193,6 +193,10 @@ pub struct SequenceRecord {
     pub states: Vec<RangeState>,
     pub thresholds: AlertThresholds,
     pub usage: Usage,
+    /// The hour's and the day's window starts as read, and when: a record kept for a while
+    /// works its usage out again as time passes (see `age_to`).
+    starts: [Option<UsageStart>; 2],
+    read_at: DateTime<Utc>,
 }
 
 impl SequenceRecord {
@@ -202,6 +206,70 @@ impl SequenceRecord {
             .iter()
             .map(|state| state.capacity() - state.remaining())
             .sum()
+    }
+
+    /// A sequence `id` with one active range of 1..=1000, drawn up to `last_value`.
+    #[cfg(test)]
+    pub fn for_tests(id: i32, last_value: Option<i64>) -> Self {
+        let state = RangeState {
+            min: 1,
+            max: 1000,
+            start: 1,
+            increment: 1,
+            status: RangeStatus::Active,
+            last_value,
+        };
+        let now = Utc::now();
+        let view = SequenceView {
+            name: format!("s{id}"),
+            namespace: format!("s{id}"),
+            increment: 1,
+            status: SequenceStatus::Active,
+            format: None,
+            cache: CachePolicy::STRICT.into(),
+            remaining: state.remaining(),
+            usage: UsageView::new(Usage::default(), state.remaining(), now),
+            alerts: AlertsView {
+                remaining_below: 0,
+                days_left_below: 0.0,
+                raised: Vec::new(),
+            },
+            ranges: vec![RangeView::new(state, String::new())],
+            created_at: now,
+            updated_at: now,
+        };
+        Self {
+            id,
+            view,
+            states: vec![state],
+            thresholds: AlertThresholds::from_db(None, None),
+            usage: Usage::default(),
+            starts: [None, None],
+            read_at: now,
+        }
+    }
+
+    /// Works the usage out again as of `now`, from the window starts as read: each span
+    /// grows by the time since, up to its window (an hour, a day: the windows the registry
+    /// queries read). A start that a newer sample would have replaced since is not seen.
+    pub fn age_to(&mut self, now: DateTime<Utc>) {
+        // A retired sequence is used no more.
+        if self.view.status != SequenceStatus::Retired {
+            let elapsed = (now - self.read_at).num_milliseconds().max(0) as f64 / 1000.0;
+            let [start_1h, start_24h] = self.starts;
+            let grown = |start: Option<UsageStart>, window: f64| {
+                start.map(|start| UsageStart {
+                    span_seconds: (start.span_seconds + elapsed).min(window),
+                    ..start
+                })
+            };
+            self.usage = Usage::from_samples(
+                self.used(),
+                grown(start_1h, 3_600.0),
+                grown(start_24h, 86_400.0),
+            );
+        }
+        self.view.usage = UsageView::new(self.usage, self.view.remaining, now);
     }
 
     /// What the active and pending ranges held when added: the base of the default
@@ -228,7 +296,7 @@ pub(super) fn read_format(stored: &str) -> Result<Format, RegistryError> {
 
 /// A record being folded, with what its usage and alerts are worked out from at the end: the
 /// usage samples of an hour and a day ago, and the alerts raised.
-type Folding = (SequenceRecord, [Option<UsageStart>; 2], Vec<AlertKind>);
+type Folding = (SequenceRecord, Vec<AlertKind>);
 
 /// Folds rows (ordered by sequence, then range) into records, then works out each one's
 /// usage and alerts from its ranges.
@@ -236,13 +304,10 @@ pub(super) fn fold_rows(rows: Vec<SequenceRow>) -> Result<Vec<SequenceRecord>, R
     let now = Utc::now();
     let mut records: Vec<Folding> = Vec::new();
     for row in rows {
-        if records
-            .last()
-            .is_none_or(|(record, _, _)| record.id != row.id)
-        {
+        if records.last().is_none_or(|(record, _)| record.id != row.id) {
             records.push(begin_record(&row, now)?);
         }
-        let (record, _, _) = records.last_mut().expect("pushed above");
+        let (record, _) = records.last_mut().expect("pushed above");
         add_range(record, &row);
     }
     let finished = records
@@ -288,8 +353,10 @@ fn begin_record(row: &SequenceRow, now: DateTime<Utc>) -> Result<Folding, Regist
         states: Vec::new(),
         thresholds,
         usage: Usage::default(),
+        starts,
+        read_at: now,
     };
-    Ok((record, starts, raised))
+    Ok((record, raised))
 }
 
 /// Adds the row's range, if it has one, to its sequence's record.
@@ -306,15 +373,8 @@ fn add_range(record: &mut SequenceRecord, row: &SequenceRow) {
 }
 
 /// A record with all its ranges: its usage and alerts worked out.
-fn finish_record(
-    (mut record, [start_1h, start_24h], raised): Folding,
-    now: DateTime<Utc>,
-) -> SequenceRecord {
-    // A retired sequence is used no more.
-    if record.view.status != SequenceStatus::Retired {
-        record.usage = Usage::from_samples(record.used(), start_1h, start_24h);
-    }
-    record.view.usage = UsageView::new(record.usage, record.view.remaining, now);
+fn finish_record((mut record, raised): Folding, now: DateTime<Utc>) -> SequenceRecord {
+    record.age_to(now);
     record.view.alerts.remaining_below =
         record.thresholds.remaining_below(record.capacity_in_play());
     record.view.alerts.raised = raised;

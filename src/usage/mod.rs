@@ -1,12 +1,15 @@
-//! Knowing before a sequence runs out. Every instance, once per interval, reads every live
-//! sequence with its usage rates (from the samples PostgreSQL keeps) and refreshes the
-//! per-sequence gauges. The one instance that claims the round also stores new samples,
-//! judges the alert thresholds (recording an event per crossing) and, every few minutes,
-//! thins old samples.
+//! Knowing before a sequence runs out. Every instance, once per interval, looks at every live
+//! sequence, reads in full (position and usage rates, from the samples PostgreSQL keeps)
+//! those that can have changed (see `known`), and refreshes the per-sequence gauges. The one
+//! instance that claims the round also stores new samples, judges the alert thresholds
+//! (recording an event per crossing) and, every few minutes, thins old samples.
 
 mod gauges;
+mod known;
 
+use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::db::Registry;
 use tokio::task::JoinHandle;
@@ -16,17 +19,19 @@ use crate::metrics::Metrics;
 use crate::registry::{self, AlertEvent, RegistryError, SequenceRecord};
 use crate::settings::WatchSettings;
 pub use gauges::SequenceGauge;
+use known::KnownSequences;
 
 pub fn spawn(pool: Registry, metrics: Arc<Metrics>, settings: WatchSettings) -> JoinHandle<()> {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(settings.interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut known = KnownSequences::new(rounds_per_sweep(settings.interval, settings.sweep));
         loop {
             tick.tick().await;
             // Bounded by the interval: a query sent to a server that then froze would
             // otherwise hold the round (sqlx has no client-side query timeout).
-            let round = tokio::time::timeout(settings.interval, round(&pool, &metrics, &settings));
-            match round.await {
+            let round = round(&pool, &metrics, &settings, &mut known);
+            match tokio::time::timeout(settings.interval, round).await {
                 Ok(Ok(())) => {}
                 Ok(Err(err)) => {
                     tracing::debug!(error = %err, "could not sample usage or refresh the sequence gauges");
@@ -37,33 +42,53 @@ pub fn spawn(pool: Registry, metrics: Arc<Metrics>, settings: WatchSettings) -> 
     })
 }
 
-/// Sequences read per query: no transaction opens thousands of sequence relations at once.
-const PAGE: i64 = 500;
+/// Rounds in which every live sequence is read in full once, whatever moved: the positions
+/// other applications' `nextval` calls reach, and usage windows that slide with time.
+fn rounds_per_sweep(interval: Duration, sweep: Duration) -> u64 {
+    let interval = interval.as_secs_f64().max(f64::EPSILON);
+    (sweep.as_secs_f64() / interval).ceil() as u64
+}
+
+/// Sequences read in full per query: no transaction opens thousands of sequence relations at
+/// once.
+const PAGE: usize = 500;
 
 async fn round(
     pool: &Registry,
     metrics: &Metrics,
     settings: &WatchSettings,
+    known: &mut KnownSequences,
 ) -> Result<(), RegistryError> {
     let sampling = registry::claim_sampling_round(pool, settings.interval).await?;
-    let mut after = String::new();
+    let live = registry::live_sequence_marks(pool).await?;
+    for page in known.start_round(&live).chunks(PAGE) {
+        let mut fingerprints: HashMap<i32, u64> =
+            page.iter().map(|s| (s.id, s.fingerprint)).collect();
+        let ids: Vec<i32> = fingerprints.keys().copied().collect();
+        for record in registry::live_sequences(pool, &ids).await? {
+            if let Some(fingerprint) = fingerprints.remove(&record.id) {
+                known.keep(record, fingerprint);
+            }
+        }
+        for gone in fingerprints.into_keys() {
+            known.forget(gone); // retired or deleted since the round started
+        }
+    }
+    if sampling {
+        for samples in known.unsampled().chunks(PAGE) {
+            registry::record_samples(pool, samples).await?;
+            known.sampled(samples);
+        }
+    }
+    known.age_to(chrono::Utc::now());
     let mut observed = Vec::new();
-    loop {
-        let records = registry::live_sequences(pool, &after, PAGE).await?;
-        let Some(last) = records.last() else { break };
-        after = last.view.name.clone();
-        if sampling {
-            let samples: Vec<(i32, u128)> = records.iter().map(|r| (r.id, r.used())).collect();
-            registry::record_samples(pool, &samples).await?;
-        }
-        for record in &records {
-            let raised = if sampling {
-                judge_alerts(pool, record).await?
-            } else {
-                record.view.alerts.raised.clone()
-            };
-            observed.push(SequenceGauge::new(record, raised));
-        }
+    for record in known.records() {
+        let raised = if sampling {
+            judge_alerts(pool, record).await?
+        } else {
+            record.view.alerts.raised.clone()
+        };
+        observed.push(SequenceGauge::new(record, raised));
     }
     gauges::publish(metrics, observed);
     if sampling {

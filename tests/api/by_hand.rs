@@ -5,6 +5,7 @@
 //! sequence's own never leaks values outside the range.
 
 use std::collections::HashSet;
+use std::time::Duration;
 
 use crate::helpers::*;
 
@@ -310,4 +311,35 @@ async fn alter_cache_on_the_sequence_by_hand_costs_gaps_never_duplicates() {
     assert!(seen.iter().all(|v| (4..=1000).contains(v)));
     let reply = app.get("cached").await;
     assert_eq!(reply.body["ranges"][0]["status"], "active");
+}
+
+/// The usage rounds read in full only the sequences whose registry rows or marks moved, and
+/// the rest in turn, each at least once per sweep: a sequence drawn only by another
+/// application's `nextval` shows in the gauges within a sweep.
+#[tokio::test(flavor = "multi_thread")]
+async fn nextval_elsewhere_shows_in_the_gauges_within_a_sweep() {
+    let db = TestDb::shared().await;
+    let mut settings = test_settings();
+    settings.watch.interval = Duration::from_millis(100);
+    settings.watch.sweep = Duration::from_millis(500);
+    let app = spawn_app_on(&db, settings).await;
+    app.create_ok("elsewhere", 1, 1000).await;
+    let sequence = pg_sequence(&app, "elsewhere").await;
+    let gauge = |left: u32| format!(r#"seqvend_sequence_remaining{{sequence="elsewhere"}} {left}"#);
+    let full = gauge(1000);
+    eventually(Duration::from_secs(10), &full, || async {
+        app.scrape().await.contains(&full)
+    })
+    .await;
+
+    psql(
+        &db,
+        format!("SELECT nextval('{sequence}') FROM generate_series(1, 100)"),
+    )
+    .await;
+    let drawn = gauge(900);
+    eventually(Duration::from_secs(10), &drawn, || async {
+        app.scrape().await.contains(&drawn)
+    })
+    .await;
 }

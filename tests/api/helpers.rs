@@ -86,6 +86,7 @@ pub fn test_settings() -> Settings {
         // rounds set their own interval.
         watch: WatchSettings {
             interval: Duration::from_secs(3600),
+            sweep: Duration::from_secs(3600),
             metrics_sequences: 10_000,
         },
         ids: IdSettings::default(),

@@ -158,7 +158,7 @@ async fn plans_made_with_few_sequences_stay_lookups_as_sequences_are_added() {
     // PL/pgSQL keeps a function's plans for the session. A plan made while the database had a
     // few sequences must not become a scan of a catalog that holds thousands: every vend,
     // lease and draw looks its sequence up (in the vend pool's sessions, with their planner
-    // settings), and every watch round reads every live sequence's position with
+    // settings), and the watch rounds read every live sequence's position with
     // `range_last_value` (in the registry's sessions, without them).
     let db = TestDb::shared().await;
     let _app = app_with_labels_and_orders(&db).await;
