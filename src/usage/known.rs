@@ -13,8 +13,8 @@ use crate::registry::{LiveSequence, SequenceRecord};
 struct Known {
     fingerprint: u64,
     record: SequenceRecord,
-    /// The count this instance last stored as a usage sample (or found already stored).
-    sampled: Option<u128>,
+    /// The record's count was offered as a usage sample since it was read.
+    offered: bool,
 }
 
 pub struct KnownSequences {
@@ -52,17 +52,17 @@ impl KnownSequences {
     }
 
     /// Keeps a record read in full this round, with the fingerprint `live` gave it (read
-    /// before it, so a change in between makes the next round read it again).
+    /// before it, so a change in between makes the next round read it again). Its count is
+    /// offered as a sample again: the registry stores it only if it differs from the latest
+    /// stored, and this way a sample lost meanwhile (samples restored or cleared by hand) is
+    /// taken again within a sweep.
     pub fn keep(&mut self, record: SequenceRecord, fingerprint: u64) {
-        let sampled = self.known.get(&record.id).and_then(|known| known.sampled);
-        self.known.insert(
-            record.id,
-            Known {
-                fingerprint,
-                record,
-                sampled,
-            },
-        );
+        let known = Known {
+            fingerprint,
+            record,
+            offered: false,
+        };
+        self.known.insert(known.record.id, known);
     }
 
     /// Forgets a sequence that was live when the round started but gone when it was read.
@@ -70,23 +70,21 @@ impl KnownSequences {
         self.known.remove(&id);
     }
 
-    /// `(id, count)` of the sequences whose count differs from the one this instance last
-    /// sampled.
+    /// `(id, count)` of the records whose count was not offered as a sample since they were
+    /// read.
     pub fn unsampled(&self) -> Vec<(i32, u128)> {
         self.known
             .iter()
-            .filter_map(|(&id, known)| {
-                let used = known.record.used();
-                (known.sampled != Some(used)).then_some((id, used))
-            })
+            .filter(|(_, known)| !known.offered)
+            .map(|(&id, known)| (id, known.record.used()))
             .collect()
     }
 
-    /// Notes that `samples` are stored.
+    /// Notes that `samples` were offered.
     pub fn sampled(&mut self, samples: &[(i32, u128)]) {
-        for &(id, used) in samples {
-            if let Some(known) = self.known.get_mut(&id) {
-                known.sampled = Some(used);
+        for (id, _) in samples {
+            if let Some(known) = self.known.get_mut(id) {
+                known.offered = true;
             }
         }
     }
@@ -171,7 +169,7 @@ mod tests {
     }
 
     #[test]
-    fn samples_are_offered_once_per_count() {
+    fn a_count_is_offered_as_a_sample_once_per_read() {
         let mut known = KnownSequences::new(3);
         round(&mut known, &[(1, 0), (2, 0)]);
         let mut offered = known.unsampled();
@@ -179,8 +177,7 @@ mod tests {
         assert_eq!(offered, vec![(1, 1), (2, 2)]);
         known.sampled(&offered);
         assert!(known.unsampled().is_empty());
-        // Read again at the same count: nothing new to sample; at a new count: one sample.
-        known.keep(SequenceRecord::for_tests(1, Some(1)), 0);
+        // Only what was read again is offered again (the registry skips a count it has).
         known.keep(SequenceRecord::for_tests(2, Some(9)), 0);
         assert_eq!(known.unsampled(), vec![(2, 9)]);
     }
