@@ -4,7 +4,7 @@
 //! in full at least once per sweep (draws made with `nextval` by other applications move no
 //! mark: they are seen within a sweep).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 
@@ -38,8 +38,8 @@ impl KnownSequences {
     /// returns those to read in full this round.
     pub fn start_round(&mut self, live: &[LiveSequence]) -> Vec<LiveSequence> {
         self.round += 1;
-        let fingerprints: HashMap<i32, u64> = live.iter().map(|s| (s.id, s.fingerprint)).collect();
-        self.known.retain(|id, _| fingerprints.contains_key(id));
+        let live_ids: HashSet<i32> = live.iter().map(|s| s.id).collect();
+        self.known.retain(|id, _| live_ids.contains(id));
         live.iter().filter(|s| self.stale(s)).copied().collect()
     }
 
@@ -129,8 +129,8 @@ mod tests {
         let ids: Vec<(i32, u64)> = (1..=12).map(|id| (id, 0)).collect();
         assert_eq!(round(&mut known, &ids), (1..=12).collect::<Vec<_>>());
         let mut moved = ids.clone();
-        moved[6].1 = 1; // sequence 7's mark moved
-                        // Round 2: ids ≡ 2 (mod 4), and 7.
+        // Sequence 7's mark moved; round 2 reads ids ≡ 2 (mod 4), and 7.
+        moved[6].1 = 1;
         assert_eq!(round(&mut known, &moved), vec![2, 6, 7, 10]);
     }
 
