@@ -89,10 +89,16 @@ fn route(pooled: bool, session: &[(&'static str, String)]) -> Route {
     }
 }
 
-/// The vend pool's session settings: everyone's, and the planner's.
+/// The vend pool's session settings: everyone's, the planner's, and `lock_timeout` itself.
+/// The vend statement sets `lock_timeout` for its transaction only when its session has none
+/// (migration 20261203100000): carried by the session, the common case makes no setting.
 fn vend_session_settings(settings: &DatabaseSettings) -> Vec<(&'static str, String)> {
     let mut all = session_settings(settings);
     all.extend(VEND_PLANNER_SETTINGS.map(|(name, value)| (name, value.to_string())));
+    all.push((
+        "lock_timeout",
+        settings.lock_timeout.as_millis().to_string(),
+    ));
     all
 }
 
