@@ -28,6 +28,17 @@ use postmaster::Postmaster;
 const USER: &str = "seqvend";
 const START_PATIENCE: Duration = Duration::from_secs(60);
 
+/// Whether `pid_file` (a cluster's `postmaster.pid`) says that the postmaster `pid` accepts
+/// connections: its status line, the eighth, reads `ready`, or `standby` on a hot standby.
+fn accepts_connections(pid_file: &str, pid: libc::pid_t) -> bool {
+    let lines: Vec<&str> = pid_file.lines().collect();
+    lines.first().and_then(|line| line.trim().parse().ok()) == Some(pid)
+        && matches!(
+            lines.get(7).map(|line| line.trim()),
+            Some("ready" | "standby")
+        )
+}
+
 /// How to stop the postmaster (PostgreSQL's shutdown modes).
 #[derive(Debug, Clone, Copy)]
 pub enum Shutdown {
@@ -204,28 +215,54 @@ impl LocalCluster {
         ["-h", "127.0.0.1", "-p", &self.port.to_string(), "-U", USER].map(String::from)
     }
 
+    /// Waits until this postmaster accepts connections. Asked of the postmaster itself, as
+    /// `pg_ctl start -w` does, not of whatever answers on the port: another server there
+    /// (another cluster, or a copy of this one that kept its port file) would answer while
+    /// this postmaster exits for want of the port, and seqvend would use that server's data.
     fn wait_until_ready(&self, postmaster: &Postmaster) -> anyhow::Result<()> {
+        let pid_file = self.dir.join("pgdata").join("postmaster.pid");
         let deadline = Instant::now() + START_PATIENCE;
         loop {
-            let ready = Command::new(self.bin_dir.join("pg_isready"))
-                .arg("-q")
-                .args(self.connection_args())
-                .status()?
-                .success();
-            if ready {
+            // Rewritten in place while the postmaster starts: a partial read is "not yet".
+            let pid_file = fs::read_to_string(&pid_file).unwrap_or_default();
+            if accepts_connections(&pid_file, postmaster.pid()) {
                 return Ok(());
             }
             if postmaster.has_exited() {
-                bail!(
-                    "postgres exited during startup; see {}",
-                    self.dir.join("postgres.log").display()
-                );
+                return Err(self.startup_failure());
             }
             if Instant::now() > deadline {
                 bail!("postgres did not accept connections within {START_PATIENCE:?}");
             }
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+
+    /// Why the postmaster exited during startup, from the end of its log.
+    fn startup_failure(&self) -> anyhow::Error {
+        let log_path = self.dir.join("postgres.log");
+        let log = fs::read_to_string(&log_path).unwrap_or_default();
+        let tail: Vec<&str> = log.lines().rev().take(20).collect();
+        if tail
+            .iter()
+            .any(|line| line.contains("Address already in use"))
+        {
+            return anyhow::anyhow!(
+                "postgres could not listen on 127.0.0.1:{port}: another server holds that port. \
+                 Stop it, or write a free port to {port_file}; see {log}",
+                port = self.port,
+                port_file = self.dir.join("port").display(),
+                log = log_path.display()
+            );
+        }
+        let reason = tail
+            .iter()
+            .find(|line| line.contains("FATAL:"))
+            .map_or(String::new(), |line| format!(" ({})", line.trim()));
+        anyhow::anyhow!(
+            "postgres exited during startup{reason}; see {}",
+            log_path.display()
+        )
     }
 
     /// A postmaster left by an earlier process may still be shutting down; starting a second
@@ -291,4 +328,27 @@ pub async fn ensure_database(cluster: &LocalCluster, database: &str) -> anyhow::
 fn random_secret() -> String {
     use rand::distributions::{Alphanumeric, DistString};
     Alphanumeric.sample_string(&mut rand::thread_rng(), 32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::accepts_connections;
+
+    /// A postmaster.pid as PostgreSQL 15 writes it, with `pid` and `status`.
+    fn pid_file(pid: &str, status: &str) -> String {
+        format!(
+            "{pid}\n/data/pgdata\n1764000000\n5432\n\n127.0.0.1\n  5432001    131072\n{status}\n"
+        )
+    }
+
+    #[test]
+    fn only_this_postmaster_ready_or_a_hot_standby_accepts_connections() {
+        assert!(accepts_connections(&pid_file("4242", "ready   "), 4242));
+        assert!(accepts_connections(&pid_file("4242", "standby "), 4242));
+        assert!(!accepts_connections(&pid_file("4242", "starting"), 4242));
+        assert!(!accepts_connections(&pid_file("4242", "stopping"), 4242));
+        assert!(!accepts_connections(&pid_file("4343", "ready   "), 4242));
+        assert!(!accepts_connections("4242\n/data/pgdata\n", 4242));
+        assert!(!accepts_connections("", 4242));
+    }
 }

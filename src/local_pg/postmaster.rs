@@ -95,6 +95,10 @@ impl Postmaster {
         }
     }
 
+    pub(super) fn pid(&self) -> libc::pid_t {
+        self.pid
+    }
+
     pub(super) fn has_exited(&self) -> bool {
         *self.exit.lock()
     }

@@ -6,6 +6,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use reqwest::StatusCode;
+use seqvend::local_pg::LocalCluster;
 
 use crate::common::process::{free_port, wait_ready, BINARY};
 use crate::helpers::*;
@@ -21,6 +22,31 @@ fn serve_refuses_to_start_without_tokens_unless_auth_is_switched_off() {
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("SEQVEND_AUTH_DISABLED"), "{stderr}");
+}
+
+/// A private cluster whose port another PostgreSQL already listens on (here the tests' shared
+/// one; a copy of a data directory keeps its port file) does not start, and says which port,
+/// rather than take the server answering there for its own.
+#[tokio::test]
+async fn a_private_cluster_whose_port_another_server_holds_does_not_start() {
+    let db = TestDb::shared().await;
+    let (_, after_host) = db.url.rsplit_once(':').unwrap();
+    let taken = after_host.split('/').next().unwrap();
+    let dir = scratch_dir("port-taken");
+    drop(LocalCluster::open(&dir, &[]).expect("cluster prepared"));
+    std::fs::write(dir.join("port"), taken).unwrap();
+
+    let cluster = LocalCluster::open(&dir, &[]).unwrap();
+    let message = format!(
+        "{:#}",
+        cluster.start().expect_err("started without its port")
+    );
+    assert!(
+        message.contains(&format!(
+            "127.0.0.1:{taken}: another server holds that port"
+        )),
+        "{message}"
+    );
 }
 
 #[test]
