@@ -166,6 +166,8 @@ impl LocalCluster {
             .create(true)
             .append(true)
             .open(self.dir.join("postgres.log"))?;
+        // Where this start's lines begin: the log is kept across starts.
+        let log_start = log.metadata()?.len();
         let mut command = as_owner(Command::new(self.bin_dir.join("postgres")), self.owner);
         command
             .arg("-D")
@@ -185,7 +187,7 @@ impl LocalCluster {
             .stdout(log.try_clone()?)
             .stderr(log);
         let postmaster = Postmaster::spawn(command).context("starting postgres")?;
-        self.wait_until_ready(&postmaster)?;
+        self.wait_until_ready(&postmaster, log_start)?;
         *running = Some(postmaster);
         Ok(())
     }
@@ -219,7 +221,7 @@ impl LocalCluster {
     /// `pg_ctl start -w` does, not of whatever answers on the port: another server there
     /// (another cluster, or a copy of this one that kept its port file) would answer while
     /// this postmaster exits for want of the port, and seqvend would use that server's data.
-    fn wait_until_ready(&self, postmaster: &Postmaster) -> anyhow::Result<()> {
+    fn wait_until_ready(&self, postmaster: &Postmaster, log_start: u64) -> anyhow::Result<()> {
         let pid_file = self.dir.join("pgdata").join("postmaster.pid");
         let deadline = Instant::now() + START_PATIENCE;
         loop {
@@ -229,7 +231,7 @@ impl LocalCluster {
                 return Ok(());
             }
             if postmaster.has_exited() {
-                return Err(self.startup_failure());
+                return Err(self.startup_failure(log_start));
             }
             if Instant::now() > deadline {
                 bail!("postgres did not accept connections within {START_PATIENCE:?}");
@@ -238,12 +240,14 @@ impl LocalCluster {
         }
     }
 
-    /// Why the postmaster exited during startup, from the end of its log.
-    fn startup_failure(&self) -> anyhow::Error {
+    /// Why the postmaster exited during startup, from what it wrote to the log since
+    /// `log_start`.
+    fn startup_failure(&self, log_start: u64) -> anyhow::Error {
         let log_path = self.dir.join("postgres.log");
-        let log = fs::read_to_string(&log_path).unwrap_or_default();
-        let tail: Vec<&str> = log.lines().rev().take(20).collect();
-        if tail
+        let log = fs::read(&log_path).unwrap_or_default();
+        let written = String::from_utf8_lossy(log.get(log_start as usize..).unwrap_or_default());
+        let lines: Vec<&str> = written.lines().collect();
+        if lines
             .iter()
             .any(|line| line.contains("Address already in use"))
         {
@@ -255,8 +259,9 @@ impl LocalCluster {
                 log = log_path.display()
             );
         }
-        let reason = tail
+        let reason = lines
             .iter()
+            .rev()
             .find(|line| line.contains("FATAL:"))
             .map_or(String::new(), |line| format!(" ({})", line.trim()));
         anyhow::anyhow!(

@@ -24,17 +24,24 @@ fn serve_refuses_to_start_without_tokens_unless_auth_is_switched_off() {
     assert!(stderr.contains("SEQVEND_AUTH_DISABLED"), "{stderr}");
 }
 
+/// A private cluster made in a scratch directory, its port file then pointed at the port the
+/// tests' shared cluster listens on: its directory, and that port.
+async fn cluster_dir_on_a_taken_port(label: &str) -> (std::path::PathBuf, String) {
+    let db = TestDb::shared().await;
+    let (_, after_host) = db.url.rsplit_once(':').unwrap();
+    let taken = after_host.split('/').next().unwrap().to_string();
+    let dir = scratch_dir(label);
+    drop(LocalCluster::open(&dir, &[]).expect("cluster prepared"));
+    std::fs::write(dir.join("port"), &taken).unwrap();
+    (dir, taken)
+}
+
 /// A private cluster whose port another PostgreSQL already listens on (here the tests' shared
 /// one; a copy of a data directory keeps its port file) does not start, and says which port,
 /// rather than take the server answering there for its own.
 #[tokio::test]
 async fn a_private_cluster_whose_port_another_server_holds_does_not_start() {
-    let db = TestDb::shared().await;
-    let (_, after_host) = db.url.rsplit_once(':').unwrap();
-    let taken = after_host.split('/').next().unwrap();
-    let dir = scratch_dir("port-taken");
-    drop(LocalCluster::open(&dir, &[]).expect("cluster prepared"));
-    std::fs::write(dir.join("port"), taken).unwrap();
+    let (dir, taken) = cluster_dir_on_a_taken_port("port-taken").await;
 
     let cluster = LocalCluster::open(&dir, &[]).unwrap();
     let message = format!(
@@ -45,6 +52,29 @@ async fn a_private_cluster_whose_port_another_server_holds_does_not_start() {
         message.contains(&format!(
             "127.0.0.1:{taken}: another server holds that port"
         )),
+        "{message}"
+    );
+}
+
+/// A start that fails says why from its own lines of the log, which is kept across starts:
+/// after a start refused its port, a later one failing on a setting names the setting.
+#[tokio::test]
+async fn a_failed_start_says_why_from_its_own_lines_of_the_log() {
+    let (dir, _) = cluster_dir_on_a_taken_port("failed-start").await;
+    let refused = LocalCluster::open(&dir, &[]).unwrap().start();
+    assert!(refused.is_err(), "started without its port");
+    std::fs::write(dir.join("port"), free_port().to_string()).unwrap();
+
+    let cluster = LocalCluster::open(&dir, &["shared_buffers=nonsense"]).unwrap();
+    let message = format!(
+        "{:#}",
+        cluster
+            .start()
+            .expect_err("started with a setting PostgreSQL refuses")
+    );
+    assert!(
+        message.contains(r#"FATAL:  invalid value for parameter "shared_buffers": "nonsense""#)
+            && !message.contains("another server holds that port"),
         "{message}"
     );
 }
