@@ -204,10 +204,36 @@ impl Patroni {
     pub async fn start_etcd(&self) {
         self.run(&["etcd-start"]).await;
     }
+
+    /// Each node's log (Patroni's lines and its PostgreSQL's) since the cluster started, without
+    /// the lines Patroni repeats every loop: the directory is removed once the test ends, and
+    /// a failure's cause is in there.
+    fn print_logs(&self) {
+        for node in self.nodes() {
+            let log = std::fs::read_to_string(self.dir.join(&node).join("patroni.log"));
+            let log = log.unwrap_or_else(|error| format!("(unreadable: {error})"));
+            let lines: Vec<&str> = log
+                .lines()
+                .filter(|l| !l.contains("INFO: no action"))
+                .collect();
+            let tail = &lines[lines.len().saturating_sub(LOG_LINES_ON_FAILURE)..];
+            eprintln!(
+                "==> {node}'s log, its last {} lines:\n{}",
+                tail.len(),
+                tail.join("\n")
+            );
+        }
+    }
 }
+
+/// How much of each node's log a failed test prints.
+const LOG_LINES_ON_FAILURE: usize = 150;
 
 impl Drop for Patroni {
     fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.print_logs();
+        }
         let _ = Command::new(script_path())
             .args(["stop", self.dir.to_str().unwrap()])
             .status();
