@@ -13,6 +13,7 @@ DESCRIPTIONS = {
     "LeaderFrozen": "SIGSTOP of the leader's PostgreSQL until another node leads; its Patroni reset, then SIGCONT",
     "SyncStandbyKilled": "SIGKILL of the synchronous standby's Patroni and PostgreSQL (strict mode)",
     "EtcdStopped": "etcd killed until the leader demotes itself, then started again",
+    "LeaderRewindFails": "as LeaderFrozen, but the thawed leader commits a write of its own and its pg_rewind fails: cloned again",
 }
 KINDS = ["strict", "cached", "keyed", "counter", "snowflake"]
 

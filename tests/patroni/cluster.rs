@@ -205,13 +205,68 @@ impl Patroni {
         self.run(&["etcd-start"]).await;
     }
 
+    /// Commits a write on `node` alone, with `synchronous_commit = local`: on a former leader
+    /// still running as a primary (its Patroni dead), this makes its history diverge from the
+    /// new leader's for certain, so that it must be rewound (or cloned) to rejoin.
+    pub async fn diverge(&self, node: &str) {
+        let mut config = self.node_config(node);
+        config.options("-c synchronous_commit=local -c statement_timeout=10s");
+        let (client, connection) = config.connect(tokio_postgres::NoTls).await.unwrap();
+        tokio::spawn(connection);
+        let write = "CREATE TABLE IF NOT EXISTS patroni_divergence (at timestamptz); \
+                     INSERT INTO patroni_divergence VALUES (now())";
+        client.batch_execute(write).await.unwrap();
+    }
+
+    /// From its next start, `node`'s Patroni runs PostgreSQL's programs from a directory where
+    /// `pg_rewind` answers `--help` and `--version` (so Patroni counts on it) and fails at
+    /// anything else, as a rewind does when the WAL it needs is gone.
+    pub fn make_rewind_fail(&self, node: &str) {
+        let config_path = self.dir.join(node).join("patroni.yml");
+        let config = std::fs::read_to_string(&config_path).unwrap();
+        let bin_dir_line = config
+            .lines()
+            .find(|l| l.trim_start().starts_with("bin_dir:"))
+            .unwrap();
+        let (indent, real) = bin_dir_line.split_once("bin_dir:").unwrap();
+        let real = Path::new(real.trim());
+        let failing = self.dir.join(node).join("bin-with-failing-rewind");
+        std::fs::create_dir_all(&failing).unwrap();
+        for program in std::fs::read_dir(real).unwrap() {
+            let program = program.unwrap();
+            if program.file_name() != "pg_rewind" {
+                std::os::unix::fs::symlink(program.path(), failing.join(program.file_name()))
+                    .unwrap();
+            }
+        }
+        let rewind = failing.join("pg_rewind");
+        let script = format!(
+            "#!/bin/sh\ncase \"$1\" in --help|--version) exec {} \"$@\";; esac\n\
+             echo 'pg_rewind: error: this test makes every rewind fail' >&2\nexit 1\n",
+            real.join("pg_rewind").display()
+        );
+        std::fs::write(&rewind, script).unwrap();
+        std::fs::set_permissions(&rewind, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        let config = config.replace(
+            bin_dir_line,
+            &format!("{indent}bin_dir: {}", failing.display()),
+        );
+        std::fs::write(&config_path, config).unwrap();
+    }
+
+    /// `node`'s log: Patroni's lines and its PostgreSQL's.
+    pub fn log(&self, node: &str) -> String {
+        let log = std::fs::read_to_string(self.dir.join(node).join("patroni.log"));
+        log.unwrap_or_else(|error| format!("(unreadable: {error})"))
+    }
+
     /// Each node's log (Patroni's lines and its PostgreSQL's) since the cluster started, without
     /// the lines Patroni repeats every loop: the directory is removed once the test ends, and
     /// a failure's cause is in there.
     fn print_logs(&self) {
         for node in self.nodes() {
-            let log = std::fs::read_to_string(self.dir.join(&node).join("patroni.log"));
-            let log = log.unwrap_or_else(|error| format!("(unreadable: {error})"));
+            let log = self.log(&node);
             let lines: Vec<&str> = log
                 .lines()
                 .filter(|l| !l.contains("INFO: no action"))

@@ -28,15 +28,20 @@ pub enum Scenario {
     SyncStandbyKilled,
     /// etcd killed until the leader demotes itself, then started again.
     EtcdStopped,
+    /// As `LeaderFrozen`, but the thawed former leader commits a write of its own (it must be
+    /// rewound) and its `pg_rewind` fails: Patroni must clone it again, not start it on its
+    /// diverged data. Last: the node keeps the failing `pg_rewind`.
+    LeaderRewindFails,
 }
 
-pub const ALL: [Scenario; 6] = [
+pub const ALL: [Scenario; 7] = [
     Scenario::Switchover,
     Scenario::LeaderKilled,
     Scenario::LeaderPatroniKilled,
     Scenario::LeaderFrozen,
     Scenario::SyncStandbyKilled,
     Scenario::EtcdStopped,
+    Scenario::LeaderRewindFails,
 ];
 
 /// What a scenario allows past the vend deadline. seqvend counts each deadline from the
@@ -93,6 +98,13 @@ impl Run<'_> {
         self.until_acked_after(fault, "every kind of number flows again after the fault")
             .await;
         self.whole().await;
+        if matches!(scenario, Scenario::LeaderRewindFails) {
+            let log = self.patroni.log(&leader);
+            assert!(
+                log.contains("Failed to rewind") && log.contains("bootstrapped from leader"),
+                "{leader} rejoined without its rewind failing and a clone from the leader"
+            );
+        }
         self.until_acked_after(Instant::now(), "values flow once the cluster is whole")
             .await;
         let window = Window {
@@ -200,6 +212,17 @@ impl Run<'_> {
                 // as an orphan primary until the new Patroni demotes it.
                 signal("KILL", &[patroni.patroni_pid(leader)]);
                 signal("CONT", &frozen);
+                patroni.start_node(leader).await;
+                (fault, Some(new))
+            }
+            Scenario::LeaderRewindFails => {
+                let frozen = patroni.postgres_pids(leader);
+                let fault = signal("STOP", &frozen);
+                let new = self.leader_other_than(Some(leader)).await;
+                signal("KILL", &[patroni.patroni_pid(leader)]);
+                signal("CONT", &frozen);
+                patroni.diverge(leader).await;
+                patroni.make_rewind_fail(leader);
                 patroni.start_node(leader).await;
                 (fault, Some(new))
             }
