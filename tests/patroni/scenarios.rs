@@ -203,32 +203,37 @@ impl Run<'_> {
                 (fault, Some(new))
             }
             Scenario::LeaderFrozen => {
-                let frozen = patroni.postgres_pids(leader);
-                let fault = signal("STOP", &frozen);
-                let new = self.leader_other_than(Some(leader)).await;
-                // Its Patroni, stuck in a query to the frozen PostgreSQL, would on waking
-                // overwrite the new leader's key (Patroni 3.0.2 with etcd3; fixed in 3.0.3):
-                // it is reset, as Patroni's watchdog would reset the node. PostgreSQL thaws
-                // as an orphan primary until the new Patroni demotes it.
-                signal("KILL", &[patroni.patroni_pid(leader)]);
-                signal("CONT", &frozen);
+                let replaced = self.freeze_until_replaced(leader).await;
                 patroni.start_node(leader).await;
-                (fault, Some(new))
+                replaced
             }
             Scenario::LeaderRewindFails => {
-                let frozen = patroni.postgres_pids(leader);
-                let fault = signal("STOP", &frozen);
-                let new = self.leader_other_than(Some(leader)).await;
-                signal("KILL", &[patroni.patroni_pid(leader)]);
-                signal("CONT", &frozen);
+                let replaced = self.freeze_until_replaced(leader).await;
                 patroni.diverge(leader).await;
                 patroni.make_rewind_fail(leader);
                 patroni.start_node(leader).await;
-                (fault, Some(new))
+                replaced
             }
             Scenario::SyncStandbyKilled => (self.kill_sync_standby(sync).await, None),
             Scenario::EtcdStopped => self.lose_etcd().await,
         }
+    }
+
+    /// Freezes the leader's PostgreSQL until another node leads, then thaws it with its Patroni
+    /// dead (to be started again by the caller); returns when the fault landed and the new
+    /// leader.
+    async fn freeze_until_replaced(&self, leader: &str) -> (Instant, Option<NewLeader>) {
+        let patroni = self.patroni;
+        let frozen = patroni.postgres_pids(leader);
+        let fault = signal("STOP", &frozen);
+        let new = self.leader_other_than(Some(leader)).await;
+        // Its Patroni, stuck in a query to the frozen PostgreSQL, would on waking overwrite
+        // the new leader's key (Patroni 3.0.2 with etcd3; fixed in 3.0.3): it is reset, as
+        // Patroni's watchdog would reset the node. PostgreSQL thaws as an orphan primary
+        // until the new Patroni demotes it.
+        signal("KILL", &[patroni.patroni_pid(leader)]);
+        signal("CONT", &frozen);
+        (fault, Some(new))
     }
 
     async fn kill_sync_standby(&self, sync: &str) -> Instant {
