@@ -61,6 +61,10 @@ const CLIENT_ALLOWANCE: Duration = Duration::from_millis(500);
 /// How long Patroni may take to name a new leader (ttl 10 s + loop_wait 2 s, and margin).
 const FAILOVER_PATIENCE: Duration = Duration::from_secs(45);
 
+/// How long a former leader may take to fail its rewind and be cloned: Patroni's demotion,
+/// its rewind and a base backup of a small database, each a few seconds.
+const CLONE_PATIENCE: Duration = Duration::from_secs(90);
+
 /// A leader elected after the fault: when Patroni named it, and (once the probe is done)
 /// when it first committed a write durably.
 struct NewLeader {
@@ -80,6 +84,8 @@ pub struct Run<'a> {
 impl Run<'_> {
     pub async fn scenario(&self, order: usize, scenario: Scenario) {
         let (leader, sync) = self.whole().await;
+        // What the leader's log held before the fault: its lines after this are the fault's.
+        let leader_log_before = self.patroni.log(&leader).len();
         let before = Lateness::scrape(&self.addresses).await;
         let start = Instant::now();
         self.until_acked_after(start, "values flow before the fault")
@@ -97,14 +103,12 @@ impl Run<'_> {
         };
         self.until_acked_after(fault, "every kind of number flows again after the fault")
             .await;
-        self.whole().await;
         if matches!(scenario, Scenario::LeaderRewindFails) {
-            let log = self.patroni.log(&leader);
-            assert!(
-                log.contains("Failed to rewind") && log.contains("bootstrapped from leader"),
-                "{leader} rejoined without its rewind failing and a clone from the leader"
-            );
+            // Before the cluster looks whole: the demoted node runs briefly as a replica
+            // before Patroni stops it to rewind.
+            self.until_cloned(&leader, leader_log_before).await;
         }
+        self.whole().await;
         self.until_acked_after(Instant::now(), "values flow once the cluster is whole")
             .await;
         let window = Window {
@@ -217,6 +221,20 @@ impl Run<'_> {
             Scenario::SyncStandbyKilled => (self.kill_sync_standby(sync).await, None),
             Scenario::EtcdStopped => self.lose_etcd().await,
         }
+    }
+
+    /// Waits until `node`'s log, past its first `since` bytes, shows its rewind failed and it
+    /// was cloned from the leader (each replica's log also says so of its first clone, when
+    /// the cluster was made).
+    async fn until_cloned(&self, node: &str, since: usize) {
+        let what = format!("{node}'s rewind fails and Patroni clones it from the leader");
+        eventually(CLONE_PATIENCE, &what, || async {
+            let log = self.patroni.log(node);
+            let lines_since = log.get(since..).unwrap_or_default();
+            lines_since.contains("Failed to rewind")
+                && lines_since.contains("bootstrapped from leader")
+        })
+        .await
     }
 
     /// Freezes the leader's PostgreSQL until another node leads, then thaws it with its Patroni
