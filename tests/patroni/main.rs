@@ -2,8 +2,9 @@
 //! `scripts/patroni.sh` from `deploy/patroni/`), under load from several `seqvend serve`
 //! processes on the multi-host URL, through the faults Patroni exists for: a switchover, a
 //! dead leader, a leader whose Patroni alone died, a frozen leader, a dead synchronous standby,
-//! a lost etcd, a former leader whose rewind fails. Every scenario ends with no number twice, none outside its range, none
-//! acknowledged then lost; `scripts/reliability.sh` writes their figures to docs/reliability.md.
+//! a lost etcd, a former leader whose rewind fails. Every scenario ends with no number twice,
+//! none outside its range, none acknowledged then lost; `scripts/reliability.sh` writes their
+//! figures to docs/reliability.md.
 
 #[path = "../common/mod.rs"]
 mod common;
