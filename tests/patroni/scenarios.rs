@@ -84,8 +84,6 @@ pub struct Run<'a> {
 impl Run<'_> {
     pub async fn scenario(&self, order: usize, scenario: Scenario) {
         let (leader, sync) = self.whole().await;
-        // What the leader's log held before the fault: its lines after this are the fault's.
-        let leader_log_before = self.patroni.log(&leader).len();
         let before = Lateness::scrape(&self.addresses).await;
         let start = Instant::now();
         self.until_acked_after(start, "values flow before the fault")
@@ -103,11 +101,6 @@ impl Run<'_> {
         };
         self.until_acked_after(fault, "every kind of number flows again after the fault")
             .await;
-        if matches!(scenario, Scenario::LeaderRewindFails) {
-            // Before the cluster looks whole: the demoted node runs briefly as a replica
-            // before Patroni stops it to rewind.
-            self.until_cloned(&leader, leader_log_before).await;
-        }
         self.whole().await;
         self.until_acked_after(Instant::now(), "values flow once the cluster is whole")
             .await;
@@ -212,10 +205,15 @@ impl Run<'_> {
                 replaced
             }
             Scenario::LeaderRewindFails => {
+                // What its log held before the fault: the lines after it are the fault's.
+                let log_before = patroni.log(leader).len();
                 let replaced = self.freeze_until_replaced(leader).await;
                 patroni.diverge(leader).await;
                 patroni.make_rewind_fail(leader);
                 patroni.start_node(leader).await;
+                // Before the cluster is waited for: the demoted node runs briefly as a
+                // replica before Patroni stops it to rewind, and can make it look whole.
+                self.until_cloned(leader, log_before).await;
                 replaced
             }
             Scenario::SyncStandbyKilled => (self.kill_sync_standby(sync).await, None),
