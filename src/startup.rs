@@ -101,7 +101,8 @@ impl Application {
             registry_deadline: settings.vend.statement_deadline,
             overview_fresh_for: settings.watch.interval,
         }));
-        // The console's overview is read at start and kept fresh, so no viewer waits for it.
+        // The console's overview is read at start and kept fresh while viewed, so no viewer
+        // waits for it.
         let overview = settings
             .console
             .then(|| service.clone().keep_overview_fresh());

@@ -4,8 +4,9 @@
 //! for one but the first caller after start (and only if it comes before the reading taken
 //! at start is done):
 //!
-//! - while the console is on, a reading is taken at start and every `KEEP_FRESH_EVERY`
-//!   after, in the background;
+//! - while the console is on, a reading is taken at start, and every `KEEP_FRESH_EVERY`
+//!   after while the overview has been asked for within `KEEP_FRESH_WHILE_ASKED_WITHIN`,
+//!   in the background (a console nobody looks at costs the database nothing);
 //! - a caller is answered from the kept reading whatever its age (it says when it was
 //!   taken); if it is older than one usage round, a newer one is taken in the background;
 //! - the sequences changed since the reading (made, retired, their settings changed, a
@@ -27,6 +28,12 @@ use crate::registry::{self, RegistryError, SequenceView};
 /// How often the kept reading is renewed while nobody asks (see docs/console.md for what
 /// a reading costs the database).
 const KEEP_FRESH_EVERY: Duration = Duration::from_secs(60);
+
+/// How long after the overview was last asked for the kept reading is still renewed every
+/// `KEEP_FRESH_EVERY`. A reading of 10,000 sequences is about half a second of the database's
+/// CPU in one burst, enough to show in the vends' tail latency; once nobody has looked for this
+/// long, the next viewer gets the kept reading (with its time) and has a newer one taken.
+const KEEP_FRESH_WHILE_ASKED_WITHIN: Duration = Duration::from_secs(600);
 
 /// How far before a reading began its changes are looked for: a change is stamped with its
 /// transaction's start, so one that began before the reading and committed after the
@@ -87,6 +94,8 @@ pub struct Snapshot {
     latest: watch::Sender<Option<Reading>>,
     reading: Arc<Mutex<()>>,
     fresh_for: Duration,
+    /// When the overview was last asked for.
+    asked: std::sync::Mutex<Option<Instant>>,
 }
 
 impl Snapshot {
@@ -97,13 +106,36 @@ impl Snapshot {
             latest: watch::Sender::new(None),
             reading: Arc::default(),
             fresh_for,
+            asked: std::sync::Mutex::new(None),
         }
     }
+
+    /// Whether the background renewal should take a reading now: when none is kept yet, or
+    /// while someone is looking.
+    fn worth_renewing(&self) -> bool {
+        let kept = self.latest.borrow().is_some();
+        let asked = *self
+            .asked
+            .lock()
+            .expect("never poisoned: no panic while held");
+        worth_renewing(kept, asked.map(|at| at.elapsed()))
+    }
+}
+
+/// Whether to renew a reading in the background, given whether one is kept and how long ago
+/// the overview was last asked for (never: `None`).
+fn worth_renewing(kept: bool, since_asked: Option<Duration>) -> bool {
+    !kept || since_asked.is_some_and(|since| since < KEEP_FRESH_WHILE_ASKED_WITHIN)
 }
 
 impl Service {
     /// Every sequence: the kept reading, with the sequences changed since it read afresh.
     pub async fn overview(self: &Arc<Self>) -> Result<Overview, RegistryError> {
+        *self
+            .overview
+            .asked
+            .lock()
+            .expect("never poisoned: no panic while held") = Some(Instant::now());
         let reading = self.kept_reading().await?;
         let since = reading.taken_at - CHANGES_MARGIN;
         let names = registry::changed_since(&self.parts.registry, since, PATCH_AT_MOST).await?;
@@ -143,14 +175,17 @@ impl Service {
         Ok(reading.clone().expect("waited for a reading"))
     }
 
-    /// Takes a reading now and every `KEEP_FRESH_EVERY` after, until the task is aborted.
+    /// Takes a reading now, and every `KEEP_FRESH_EVERY` after while the overview is being
+    /// asked for, until the task is aborted.
     pub fn keep_overview_fresh(self: Arc<Self>) -> JoinHandle<()> {
         tokio::spawn(async move {
             let mut every = tokio::time::interval(KEEP_FRESH_EVERY);
             every.set_missed_tick_behavior(MissedTickBehavior::Delay);
             loop {
                 every.tick().await;
-                self.clone().refresh().await;
+                if self.overview.worth_renewing() {
+                    self.clone().refresh().await;
+                }
             }
         })
     }
@@ -239,7 +274,17 @@ fn joined(
 
 #[cfg(test)]
 mod tests {
-    use super::slice_bounds;
+    use super::*;
+
+    #[test]
+    fn readings_are_renewed_only_while_someone_looks() {
+        let minute = Duration::from_secs(60);
+        assert!(worth_renewing(false, None), "the first reading, at start");
+        assert!(!worth_renewing(true, None), "kept, and never asked for");
+        assert!(worth_renewing(true, Some(minute)), "asked for a minute ago");
+        assert!(!worth_renewing(true, Some(KEEP_FRESH_WHILE_ASKED_WITHIN)));
+        assert!(!worth_renewing(true, Some(60 * minute)));
+    }
 
     #[test]
     fn slices_cover_every_name_once_in_order() {
