@@ -6,6 +6,7 @@
 
 mod gauges;
 mod known;
+mod pace;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -20,6 +21,7 @@ use crate::registry::{self, AlertEvent, RegistryError, SequenceRecord};
 use crate::settings::WatchSettings;
 pub use gauges::SequenceGauge;
 use known::KnownSequences;
+use pace::Pace;
 
 pub fn spawn(pool: Registry, metrics: Arc<Metrics>, settings: WatchSettings) -> JoinHandle<()> {
     tokio::spawn(async move {
@@ -49,9 +51,13 @@ fn rounds_per_sweep(interval: Duration, sweep: Duration) -> u64 {
     (sweep.as_secs_f64() / interval).ceil() as u64
 }
 
-/// Sequences read in full per query: no transaction opens thousands of sequence relations at
-/// once.
-const PAGE: usize = 500;
+/// Sequences read in full per query, each query followed by a rest (`Pace`): a page holds
+/// a lock on each sequence it reads until it ends, and takes about 4 ms of PostgreSQL's CPU.
+const PAGE: usize = 100;
+
+/// Sequences looked at per query of the registry's own tables (no sequence opened): about a
+/// millisecond each, paced the same way.
+const MARKS_PAGE: i64 = 1000;
 
 async fn round(
     pool: &Registry,
@@ -59,13 +65,14 @@ async fn round(
     settings: &WatchSettings,
     known: &mut KnownSequences,
 ) -> Result<(), RegistryError> {
+    let pace = Pace::new(settings.interval);
     let sampling = registry::claim_sampling_round(pool, settings.interval).await?;
-    let live = registry::live_sequence_marks(pool).await?;
+    let live = every_live_sequence(pool, &pace).await?;
     for page in known.start_round(&live).chunks(PAGE) {
         let mut fingerprints: HashMap<i32, u64> =
             page.iter().map(|s| (s.id, s.fingerprint)).collect();
         let ids: Vec<i32> = fingerprints.keys().copied().collect();
-        for record in registry::live_sequences(pool, &ids).await? {
+        for record in pace.page(registry::live_sequences(pool, &ids)).await? {
             if let Some(fingerprint) = fingerprints.remove(&record.id) {
                 known.keep(record, fingerprint);
             }
@@ -76,7 +83,7 @@ async fn round(
     }
     if sampling {
         for samples in known.unsampled().chunks(PAGE) {
-            registry::record_samples(pool, samples).await?;
+            pace.page(registry::record_samples(pool, samples)).await?;
             known.sampled(samples);
         }
     }
@@ -97,6 +104,27 @@ async fn round(
         }
     }
     Ok(())
+}
+
+/// Every sequence that is not retired, in id order, read a page at a time.
+async fn every_live_sequence(
+    pool: &Registry,
+    pace: &Pace,
+) -> Result<Vec<registry::LiveSequence>, RegistryError> {
+    let mut live = Vec::new();
+    loop {
+        let after = live
+            .last()
+            .map_or(i32::MIN, |s: &registry::LiveSequence| s.id);
+        let page = pace
+            .page(registry::live_sequence_marks(pool, after, MARKS_PAGE))
+            .await?;
+        let last_page = page.len() < MARKS_PAGE as usize;
+        live.extend(page);
+        if last_page {
+            return Ok(live);
+        }
+    }
 }
 
 /// Raises and clears `record`'s alerts as its state now stands; returns those raised.

@@ -546,3 +546,60 @@ async fn metrics_can_be_served_on_their_own_address_only() {
         .unwrap();
     assert_eq!(other.status(), StatusCode::NOT_FOUND, "only /metrics there");
 }
+
+/// The usage round reads the registry's marks a page at a time (`SEQVEND_WATCH_*`): paging
+/// must neither skip nor repeat a live sequence, and never return a retired one.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_rounds_pages_of_live_sequences_cover_each_once_in_id_order() {
+    let db = TestDb::shared().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    let names = ["paged-a", "paged-b", "paged-c", "paged-d", "paged-e"];
+    for name in names {
+        app.create_ok(name, 1, 1000).await;
+    }
+    assert_eq!(app.retire("paged-c").await.status, StatusCode::OK);
+    let client = db.connect().await;
+    let id_of =
+        |rows: Vec<tokio_postgres::Row>| -> Vec<i32> { rows.iter().map(|r| r.get(0)).collect() };
+    let live_ids = id_of(
+        client
+            .query(
+                "SELECT id FROM seqvend.sequences WHERE name = ANY($1) AND status <> 'retired'",
+                &[&names.to_vec()],
+            )
+            .await
+            .unwrap(),
+    );
+    let retired = id_of(
+        client
+            .query(
+                "SELECT id FROM seqvend.sequences WHERE name = 'paged-c'",
+                &[],
+            )
+            .await
+            .unwrap(),
+    );
+    assert_eq!(live_ids.len(), 4);
+
+    let pool = seqvend::db::Registry::from_pool(sqlx::PgPool::connect(&db.url).await.unwrap());
+    let mut seen: Vec<i32> = Vec::new();
+    loop {
+        let after = seen.last().copied().unwrap_or(i32::MIN);
+        let page = seqvend::registry::live_sequence_marks(&pool, after, 2)
+            .await
+            .unwrap();
+        assert!(page.len() <= 2, "a page holds at most its limit");
+        seen.extend(page.iter().map(|s| s.id));
+        if page.len() < 2 {
+            break;
+        }
+    }
+    assert!(
+        seen.windows(2).all(|w| w[0] < w[1]),
+        "in id order, none twice: {seen:?}"
+    );
+    for id in &live_ids {
+        assert!(seen.contains(id), "live sequence {id} was skipped");
+    }
+    assert!(!seen.contains(&retired[0]), "a retired sequence was read");
+}
