@@ -4,7 +4,8 @@
 //! under one deadline each (`connect`), and only ever a read-write session. The vend pool may
 //! go through a pooler in transaction mode (`pooler`), and so may the registry pool, whose
 //! statements all run through the `Registry` handle (`registry_access`); the notification
-//! listener and migrations always reach PostgreSQL itself (the direct URL).
+//! listener and migrations always reach PostgreSQL itself (the direct URL). Background reads
+//! go in paced pages (`pace`).
 
 // The one module that builds sqlx's pools and hands them out only inside `Registry`.
 #![allow(clippy::disallowed_types)]
@@ -12,6 +13,7 @@
 pub(crate) mod connect;
 mod durable;
 mod failure;
+mod pace;
 mod pg_error;
 mod pooler;
 mod primary;
@@ -34,6 +36,7 @@ use crate::settings::{DatabaseSettings, Pooler};
 use connect::Connector;
 pub use durable::begin_durable;
 pub use failure::{is_unavailable, Busy, DbFailure};
+pub use pace::Pace;
 use pooler::Route;
 use primary::Primary;
 pub use registry_access::{Registry, RegistryTx};

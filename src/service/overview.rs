@@ -23,6 +23,7 @@ use tokio::task::{JoinError, JoinHandle, JoinSet};
 use tokio::time::MissedTickBehavior;
 
 use super::Service;
+use crate::db::{Pace, Registry};
 use crate::registry::{self, RegistryError, SequenceView};
 
 /// How often the kept reading is renewed while nobody asks (see docs/console.md for what
@@ -49,6 +50,10 @@ const PATCH_AT_MOST: usize = 100;
 /// Sequences read per statement: each statement opens its ranges' PostgreSQL sequences and
 /// holds a lock on each until it ends, so a bounded number per statement.
 const SLICE: u32 = 1000;
+
+/// Sequences read per statement by a renewal, which nobody waits for: each slice a few
+/// milliseconds of the database's CPU, with a rest after it.
+const PACED_SLICE: u32 = 200;
 
 /// Slices read at once, each on a connection of the registry pool, for the first reading
 /// (which a caller may be waiting for): two halve a reading's time on a database with cores
@@ -217,38 +222,65 @@ impl Service {
         Ok(())
     }
 
-    /// Every sequence, in name order: the registry cut into slices by name, read
-    /// `FIRST_SLICES_AT_ONCE` at a time for the first reading, one at a time after, put
-    /// back in order; and when the reading began.
+    /// Every sequence, in name order, and when the reading began: the registry cut into
+    /// slices by name and put back in order. The first reading, which a caller may wait for,
+    /// reads `FIRST_SLICES_AT_ONCE` slices at a time; later ones, which nobody waits for, read
+    /// smaller slices one at a time, paced, so that a renewal never holds a core of the
+    /// database for long.
     async fn read_all_sequences(
         &self,
     ) -> Result<(DateTime<Utc>, Vec<SequenceView>), RegistryError> {
         let pool = &self.parts.registry;
-        let at_once = match *self.overview.latest.borrow() {
-            None => FIRST_SLICES_AT_ONCE,
-            Some(_) => 1,
-        };
-        let (began, ends) = registry::slice_ends(pool, SLICE).await?;
+        let first = self.overview.latest.borrow().is_none();
+        let slice = if first { SLICE } else { PACED_SLICE };
+        let (began, ends) = registry::slice_ends(pool, slice).await?;
         let slices = slice_bounds(ends);
-        let mut read: Vec<Option<Vec<SequenceView>>> = vec![None; slices.len()];
-        let mut reading = JoinSet::new();
-        for (index, (after, through)) in slices.into_iter().enumerate() {
-            if reading.len() >= at_once {
-                let (index, slice) = joined(reading.join_next().await)?;
-                read[index] = Some(slice);
-            }
-            let pool = pool.clone();
-            reading.spawn(async move {
-                let slice = registry::sequences_between(&pool, &after, through.as_deref()).await;
-                (index, slice)
-            });
-        }
-        while let Some(done) = reading.join_next().await {
-            let (index, slice) = joined(Some(done))?;
+        let sequences = if first {
+            read_slices_at_once(pool, slices).await?
+        } else {
+            read_slices_paced(pool, slices).await?
+        };
+        Ok((began, sequences))
+    }
+}
+
+/// Reads `slices` `FIRST_SLICES_AT_ONCE` at a time, each on a connection of its own.
+async fn read_slices_at_once(
+    pool: &Registry,
+    slices: Vec<(String, Option<String>)>,
+) -> Result<Vec<SequenceView>, RegistryError> {
+    let mut read: Vec<Option<Vec<SequenceView>>> = vec![None; slices.len()];
+    let mut reading = JoinSet::new();
+    for (index, (after, through)) in slices.into_iter().enumerate() {
+        if reading.len() >= FIRST_SLICES_AT_ONCE {
+            let (index, slice) = joined(reading.join_next().await)?;
             read[index] = Some(slice);
         }
-        Ok((began, read.into_iter().flatten().flatten().collect()))
+        let pool = pool.clone();
+        reading.spawn(async move {
+            let slice = registry::sequences_between(&pool, &after, through.as_deref()).await;
+            (index, slice)
+        });
     }
+    while let Some(done) = reading.join_next().await {
+        let (index, slice) = joined(Some(done))?;
+        read[index] = Some(slice);
+    }
+    Ok(read.into_iter().flatten().flatten().collect())
+}
+
+/// Reads `slices` one after the other, with a rest after each (`Pace`).
+async fn read_slices_paced(
+    pool: &Registry,
+    slices: Vec<(String, Option<String>)>,
+) -> Result<Vec<SequenceView>, RegistryError> {
+    let pace = Pace::new(KEEP_FRESH_EVERY);
+    let mut read = Vec::new();
+    for (after, through) in slices {
+        let slice = registry::sequences_between(pool, &after, through.as_deref());
+        read.extend(pace.page(slice).await?);
+    }
+    Ok(read)
 }
 
 /// `(after, through)` for each slice: from the start to the first end, from each end to the

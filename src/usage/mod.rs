@@ -6,13 +6,12 @@
 
 mod gauges;
 mod known;
-mod pace;
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::db::Registry;
+use crate::db::{Pace, Registry};
 use tokio::task::JoinHandle;
 
 use crate::domain::{AlertKind, Crossing};
@@ -21,7 +20,6 @@ use crate::registry::{self, AlertEvent, RegistryError, SequenceRecord};
 use crate::settings::WatchSettings;
 pub use gauges::SequenceGauge;
 use known::KnownSequences;
-use pace::Pace;
 
 pub fn spawn(pool: Registry, metrics: Arc<Metrics>, settings: WatchSettings) -> JoinHandle<()> {
     tokio::spawn(async move {

@@ -1,19 +1,20 @@
-//! Pacing a usage round: its reads go in small pages with a rest after each, so that the
-//! round never holds a database core (or a Tokio worker) for long. The vends beside it feel a
-//! burst, not an average: with 10,000 sequences a round read in one go was tens of
-//! milliseconds of PostgreSQL's CPU at a time, enough to set strict vends' p99 at a constant
-//! 2,000 req/s (docs/performance.md, "Background work and the tail").
+//! Pacing background reads (the usage rounds, the overview's renewals): they go in small
+//! pages with a rest after each, so that they never hold a database core (or a Tokio worker)
+//! for long. The vends beside them feel a burst, not an average: with 10,000 sequences a
+//! usage round read in one go was tens of milliseconds of PostgreSQL's CPU at a time, enough
+//! to set strict vends' p99 at a constant 2,000 req/s (docs/performance.md, "Background work
+//! and the tail").
 
 use std::time::Duration;
 
 use tokio::time::Instant;
 
-/// Rest after a page this many times as long as the page took: a round then takes at most a
-/// fifth of a core while it runs.
+/// Rest after a page this many times as long as the page took: paced work then takes at most
+/// a fifth of a core while it runs.
 const REST_PER_WORK: u32 = 4;
 
-/// The share of the interval a round may spread over; past it, the rest of the round runs
-/// without rests, so a large round still ends well within its interval.
+/// The share of its interval paced work may spread over; past it, the rest runs without
+/// rests, so a large round still ends well within its interval.
 const SPREAD_OVER: f64 = 0.5;
 
 pub struct Pace {
@@ -22,7 +23,7 @@ pub struct Pace {
 }
 
 impl Pace {
-    /// Paces a round that starts now and must end within `interval`.
+    /// Paces work that starts now and must end within `interval`.
     pub fn new(interval: Duration) -> Self {
         Self {
             started: Instant::now(),
@@ -30,7 +31,7 @@ impl Pace {
         }
     }
 
-    /// Runs one page of the round, then rests in proportion to how long it took.
+    /// Runs one page of the work, then rests in proportion to how long it took.
     pub async fn page<T>(&self, work: impl std::future::Future<Output = T>) -> T {
         let began = Instant::now();
         let done = work.await;
@@ -41,7 +42,7 @@ impl Pace {
     }
 }
 
-/// The rest after a page that took `work`, `elapsed` into a round that spreads over at most
+/// The rest after a page that took `work`, `elapsed` into work that spreads over at most
 /// `spread_until`: none once the spread is used up, and never past it.
 fn rest_after(work: Duration, elapsed: Duration, spread_until: Duration) -> Option<Duration> {
     let left = spread_until.checked_sub(elapsed)?;
