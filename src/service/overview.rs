@@ -26,14 +26,14 @@ use super::Service;
 use crate::db::{Pace, Registry};
 use crate::registry::{self, RegistryError, SequenceView};
 
-/// How often the kept reading is renewed while nobody asks (see docs/console.md for what
-/// a reading costs the database).
+/// How often the kept reading is renewed in the background while someone looks (see
+/// docs/console.md for what a reading costs the database).
 const KEEP_FRESH_EVERY: Duration = Duration::from_secs(60);
 
 /// How long after the overview was last asked for the kept reading is still renewed every
 /// `KEEP_FRESH_EVERY`. A reading of 10,000 sequences is about half a second of the database's
-/// CPU in one burst, enough to show in the vends' tail latency; once nobody has looked for this
-/// long, the next viewer gets the kept reading (with its time) and has a newer one taken.
+/// CPU, which nobody's console should cost; once nobody has looked for this long, the next
+/// viewer gets the kept reading (with its time) and has a newer one taken.
 const KEEP_FRESH_WHILE_ASKED_WITHIN: Duration = Duration::from_secs(600);
 
 /// How far before a reading began its changes are looked for: a change is stamped with its
