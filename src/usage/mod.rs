@@ -53,8 +53,8 @@ fn rounds_per_sweep(interval: Duration, sweep: Duration) -> u64 {
 /// a lock on each sequence it reads until it ends, and takes about 4 ms of PostgreSQL's CPU.
 const PAGE: usize = 100;
 
-/// Sequences looked at per query of the registry's own tables (no sequence opened): about a
-/// millisecond each, paced the same way.
+/// Sequences looked at per query of the registry's own tables (no sequence opened): a few
+/// milliseconds of PostgreSQL's time a page, paced the same way.
 const MARKS_PAGE: i64 = 1000;
 
 async fn round(
