@@ -1122,22 +1122,8 @@ $$;
 CREATE FUNCTION seqvend.vend(p_names text[], p_counts integer[]) RETURNS TABLE(requests integer[], outcome text, vals bigint[], detail text)
     LANGUAGE plpgsql
     AS $$
-DECLARE
-    ignored text;
 BEGIN
     IF cardinality(p_names) > 0 AND p_names[1] = ALL (p_names) THEN
-        -- The settings vend_batch() would make, before any lock is asked for; each an
-        -- expression, not a query, and made only when the session lacks it.
-        IF current_setting('synchronous_commit') <> 'on' THEN
-            ignored := set_config('synchronous_commit', 'on', true);
-        END IF;
-        IF current_setting('lock_timeout') = '0' THEN
-            ignored := set_config('lock_timeout',
-                                  coalesce(nullif(current_setting('seqvend.lock_timeout', true),
-                                                  ''),
-                                           '200'),
-                                  true);
-        END IF;
         vals := seqvend.vend_one_sequence(p_names[1], p_counts);
         IF vals IS NOT NULL THEN
             requests := '{}';
@@ -1510,7 +1496,20 @@ DECLARE
     mark     bigint;
     v        bigint;
     drawn    bigint[] := '{}';
+    ignored  text;
 BEGIN
+    -- The settings vend_batch() would make, before any lock is asked for; each an expression,
+    -- not a query, and made only when the session lacks it (migration 20261203100000).
+    IF current_setting('synchronous_commit') <> 'on' THEN
+        ignored := set_config('synchronous_commit', 'on', true);
+    END IF;
+    IF current_setting('lock_timeout') = '0' THEN
+        ignored := set_config('lock_timeout',
+                              coalesce(nullif(current_setting('seqvend.lock_timeout', true), ''),
+                                       '200'),
+                              true);
+    END IF;
+
     FOREACH c IN ARRAY p_counts LOOP
         total := total + c;
     END LOOP;

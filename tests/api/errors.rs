@@ -220,10 +220,13 @@ async fn a_fault_inside_the_database_is_500_internal_with_an_opaque_message() {
     let db = TestDb::shared().await;
     let app = spawn_app_on(&db, test_settings()).await;
     app.create_ok("s", 1, 5).await;
-    // Break the schema behind seqvend's back: the vend function disappears.
+    // Break the schema behind seqvend's back: the vend functions disappear.
     db.connect()
         .await
-        .batch_execute("DROP FUNCTION seqvend.vend(text[], integer[])")
+        .batch_execute(
+            "DROP FUNCTION seqvend.vend(text[], integer[]); \
+             DROP FUNCTION seqvend.vend_one_sequence(text, integer[])",
+        )
         .await
         .unwrap();
     let reply = app.next("s").await;

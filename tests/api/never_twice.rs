@@ -823,11 +823,13 @@ async fn draws_force_synchronous_commit_whatever_the_session_says() {
     assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
     let client = db.connect().await;
     // The vend statement twice: a sequence's first draw is served by its general path, the
-    // next ones by its common case, which sets only what its session lacks.
+    // next ones by its common case, which sets only what its session lacks; then that common
+    // case asked for directly, as seqvend asks for it.
     let statements = [
         "SELECT seqvend.draw_counters(ARRAY['fam'], ARRAY['k'], ARRAY[1])",
         "SELECT seqvend.vend(ARRAY['seq'], ARRAY[1])",
         "SELECT seqvend.vend(ARRAY['seq'], ARRAY[1])",
+        "SELECT seqvend.vend_one_sequence('seq', ARRAY[1])",
     ];
     for statement in statements {
         client
