@@ -124,6 +124,12 @@ impl VendManager {
     pub fn new(connector: Connector, route: Route) -> Self {
         Self { connector, route }
     }
+
+    /// Whether its connections prepare each statement once (straight to PostgreSQL), rather
+    /// than parse and plan it on every run (behind a pooler).
+    pub fn prepares_statements(&self) -> bool {
+        matches!(self.route, Route::Direct)
+    }
 }
 
 impl managed::Manager for VendManager {

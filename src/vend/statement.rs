@@ -23,14 +23,16 @@ const VEND_SQL: &str =
 /// last column: the values, or an empty array when a lock was not granted within
 /// `lock_timeout`. Only when it is NULL (not the common case; nothing handed out) does the
 /// general `vend_batch` run, in the same statement, under the locks already taken, and answer
-/// in the first four columns as `vend()` does.
+/// in the first four columns as `vend()` does. Only where statements are prepared once: behind
+/// a pooler each run is planned again, and this plan costs about twice `VEND_SQL`'s.
 const VEND_ONE_SEQUENCE_SQL: &str = "SELECT b.requests, b.outcome, b.vals, b.detail, o.vals \
      FROM (SELECT seqvend.vend_one_sequence($1::text, $2::int4[]) AS vals OFFSET 0) AS o \
      LEFT JOIN LATERAL (SELECT * FROM seqvend.vend_batch( \
                             array_fill($1::text, ARRAY[cardinality($2::int4[])]), $2::int4[]) \
                          WHERE o.vals IS NULL OFFSET 0) AS b ON true";
 
-/// The most values `vend_one_sequence` draws (its common case).
+/// The most values `vend_one_sequence` draws (its common case; `total > 64` there). Should the
+/// two differ, a batch is only offered to it in vain, or not offered: never served wrongly.
 const ONE_SEQUENCE_MAX_VALUES: u64 = 64;
 
 /// Why `vend_one_sequence` answered an empty array, in the words of `vend()`.
@@ -127,7 +129,7 @@ pub async fn vend(
             (&ttl, Type::FLOAT8),
         ];
         run_durably(pool, VEND_KEYED_SQL, &params, deadline).await?
-    } else if is_one_sequence(asks) {
+    } else if is_one_sequence(asks) && pool.manager().prepares_statements() {
         let params: [TypedParam; 2] = [(&names[0], Type::TEXT), (&counts, Type::INT4_ARRAY)];
         run_durably(pool, VEND_ONE_SEQUENCE_SQL, &params, deadline).await?
     } else {
