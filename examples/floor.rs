@@ -6,8 +6,9 @@
 //! - `POST /hop`: through one mpsc + oneshot hop to a task that counts, and back;
 //! - `POST /floor`: through the same hop to one lane that serves every request waiting for it
 //!   with one statement, `nextval` once per request on one PostgreSQL sequence, on its own
-//!   connection, committed with `synchronous_commit = on` and an assigned transaction id, so
-//!   that every commit writes WAL and waits for its flush, as a strict vend's must.
+//!   connection, committed with `synchronous_commit = on`, an assigned transaction id and a
+//!   logical message, so that every commit writes WAL and waits for its flush, as a strict
+//!   vend's must.
 //!
 //! Each answers the JSON a strict vend answers. Nothing is authorised, checked, recorded or
 //! logged, and there are no metrics: it is the floor, not a vend.
@@ -76,11 +77,16 @@ async fn count(mut queue: mpsc::Receiver<Reply>) {
 }
 
 /// Serves every request waiting when the last statement returned with one statement, as
-/// seqvend's lane does.
+/// seqvend's lane does. The transaction id and the logical message make every commit write
+/// WAL and wait for its flush: `nextval` writes WAL once in 32 values, and PostgreSQL flushes
+/// at commit only a transaction that wrote WAL of its own (`RecordTransactionCommit`), so
+/// without the message a statement that drew from values already logged committed without a
+/// flush (measured with `pg_stat_wal`: 788 flushes for 1,000 statements of 26 values).
 async fn lane(client: tokio_postgres::Client, mut queue: mpsc::Receiver<Reply>) {
     let statement = client
         .prepare(&format!(
-            "SELECT array_agg(nextval('{SEQUENCE}')), pg_current_xact_id()::text \
+            "SELECT array_agg(nextval('{SEQUENCE}')), pg_current_xact_id()::text, \
+                    pg_logical_emit_message(true, 'seqvend_floor', '') \
              FROM generate_series(1, $1::int4)"
         ))
         .await
