@@ -109,6 +109,7 @@ pub async fn vend(
 ) -> anyhow::Result<Vec<Outcome>> {
     let names: Vec<&str> = asks.iter().map(|a| a.name.as_str()).collect();
     let counts: Vec<i32> = asks.iter().map(|a| a.count as i32).collect();
+    let one_sequence = is_one_sequence(asks) && pool.manager().prepares_statements();
     let started = Instant::now();
     let rows = if asks.iter().any(|a| a.key.is_some()) {
         let field = |f: fn(&IdempotencyKey) -> &str| -> Vec<Option<&str>> {
@@ -129,7 +130,7 @@ pub async fn vend(
             (&ttl, Type::FLOAT8),
         ];
         run_durably(pool, VEND_KEYED_SQL, &params, deadline).await?
-    } else if is_one_sequence(asks) && pool.manager().prepares_statements() {
+    } else if one_sequence {
         let params: [TypedParam; 2] = [(&names[0], Type::TEXT), (&counts, Type::INT4_ARRAY)];
         run_durably(pool, VEND_ONE_SEQUENCE_SQL, &params, deadline).await?
     } else {
@@ -143,8 +144,13 @@ pub async fn vend(
 
     let mut outcomes = vec![Outcome::NotFound; asks.len()];
     for row in rows {
-        if let Some(values) = one_sequence_values(&row)? {
-            return Ok(one_sequence_outcomes(values, asks, metrics));
+        if one_sequence {
+            let answered: Option<Vec<i64>> = row
+                .try_get(4)
+                .context("reading the one-sequence statement's values")?;
+            if let Some(values) = answered {
+                return Ok(one_sequence_outcomes(values, asks, metrics));
+            }
         }
         let (indexes, handed_out) = row_outcomes(&row, asks, metrics)?;
         for (index, outcome) in indexes.into_iter().zip(handed_out) {
@@ -155,8 +161,8 @@ pub async fn vend(
 }
 
 /// Whether `asks` is a batch for `VEND_ONE_SEQUENCE_SQL`: requests on one sequence, none with
-/// an idempotency key (those have `VEND_KEYED_SQL`), for no more values than its common case
-/// draws.
+/// an idempotency key (a keyed batch has `VEND_KEYED_SQL`), for no more values than its common
+/// case draws.
 fn is_one_sequence(asks: &[Ask<'_>]) -> bool {
     let values: u64 = asks.iter().map(|a| u64::from(a.count)).sum();
     !asks.is_empty()
@@ -164,15 +170,6 @@ fn is_one_sequence(asks: &[Ask<'_>]) -> bool {
         && asks
             .iter()
             .all(|a| a.key.is_none() && a.name == asks[0].name)
-}
-
-/// The answer of `vend_one_sequence` in a row of `VEND_ONE_SEQUENCE_SQL`, when it gave one.
-fn one_sequence_values(row: &Row) -> anyhow::Result<Option<Vec<i64>>> {
-    if row.len() < 5 {
-        return Ok(None);
-    }
-    row.try_get(4)
-        .context("reading the one-sequence statement's values")
 }
 
 /// The outcomes of a batch on one sequence that `vend_one_sequence` answered: its values
