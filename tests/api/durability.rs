@@ -112,12 +112,13 @@ async fn the_vend_statement_commits_synchronously_whatever_the_session_says() {
 }
 
 /// The backend of a statement like `query` (an SQL LIKE pattern) whose commit waits for a
-/// synchronous standby, if any.
+/// synchronous standby, if any; the longest waiting when several do (a `COMMIT` of the
+/// request's and one of a renewal's may wait at once).
 async fn waiting_for_the_standby(observer: &tokio_postgres::Client, query: &str) -> Option<i32> {
     observer
         .query_opt(
             "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event = 'SyncRep' \
-             AND query LIKE $1",
+             AND query LIKE $1 ORDER BY query_start LIMIT 1",
             &[&query],
         )
         .await
