@@ -111,14 +111,20 @@ END
 $$;
 
 --
--- Name: blank(anyarray, integer[]); Type: FUNCTION; Schema: seqvend; Owner: -
+-- Name: blank_beyond_newest(text[], text[], text[], bigint[]); Type: FUNCTION; Schema: seqvend; Owner: -
 --
 
-CREATE FUNCTION seqvend.blank(p_array anyarray, p_positions integer[]) RETURNS anyarray
+CREATE FUNCTION seqvend.blank_beyond_newest(p_owners text[], p_keys text[], p_crowded text[], p_keep bigint[]) RETURNS text[]
     LANGUAGE sql IMMUTABLE
     AS $$
-    SELECT array_agg(CASE WHEN u.n = ANY (p_positions) THEN NULL ELSE u.x END ORDER BY u.n)
-      FROM unnest(p_array) WITH ORDINALITY AS u(x, n)
+    SELECT array_agg(CASE WHEN c.keep IS NOT NULL AND k.newer >= c.keep THEN NULL ELSE k.key END
+                     ORDER BY k.pos)
+      FROM (SELECT u.owner, u.key, u.pos,
+                   -- the token's live keys after this one in the row
+                   count(u.key) OVER (PARTITION BY u.owner ORDER BY u.pos DESC
+                                      ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS newer
+              FROM unnest(p_owners, p_keys) WITH ORDINALITY AS u(owner, key, pos)) AS k
+      LEFT JOIN unnest(p_crowded, p_keep) AS c(owner, keep) ON c.owner = k.owner
 $$;
 
 --
@@ -757,36 +763,60 @@ $$;
 --
 
 CREATE FUNCTION seqvend.purge_crowded_answers(p_max bigint) RETURNS bigint
-    LANGUAGE sql
+    LANGUAGE plpgsql
     AS $$
-    WITH live AS (
-        SELECT k.owner, k.key, k.created_at, NULL::tid AS row, NULL::integer AS pos
-          FROM seqvend.idempotency_keys k
+DECLARE
+    stored bigint;
+    purged bigint;
+BEGIN
+    -- No token holds more answers than are stored in all.
+    SELECT (SELECT coalesce(sum(cardinality(a.keys)), 0) FROM seqvend.vend_answers a)
+         + (SELECT count(*) FROM seqvend.idempotency_keys)
+      INTO stored;
+    IF stored <= p_max THEN
+        RETURN 0;
+    END IF;
+
+    WITH shares AS (
+        -- A token's live answers in one batch row (n of them), or one row of idempotency_keys.
+        SELECT u.owner, a.created_at, a.ctid AS row, NULL::text AS key, count(*) AS n
+          FROM seqvend.vend_answers a, unnest(a.owners, a.keys) AS u(owner, key)
+         WHERE u.key IS NOT NULL
+         GROUP BY u.owner, a.created_at, a.ctid
         UNION ALL
-        SELECT a.owners[p], a.keys[p], a.created_at, a.ctid, p
-          FROM seqvend.vend_answers a, generate_subscripts(a.keys, 1) AS p
-         WHERE a.keys[p] IS NOT NULL
-    ), doomed AS (
-        SELECT * FROM (SELECT l.*, row_number() OVER (PARTITION BY l.owner
-                                                      ORDER BY l.created_at DESC, l.pos DESC NULLS LAST) AS n
-                         FROM live l
-                        WHERE l.owner IN (SELECT owner FROM live GROUP BY owner
-                                           HAVING count(*) > p_max)) AS ranked
-         WHERE ranked.n > p_max
+        SELECT k.owner, k.created_at, NULL, k.key, 1
+          FROM seqvend.idempotency_keys k
+    ), kept AS (
+        -- How many of each crowded token's shares stay: what still fits under p_max once
+        -- the token's newer shares are counted.
+        SELECT s.owner, s.row, s.key, s.n,
+               greatest(0, least(s.n, p_max - ((sum(s.n) OVER newest_first)::bigint - s.n))) AS keep
+          FROM shares s
+         WHERE s.owner IN (SELECT owner FROM shares GROUP BY owner HAVING sum(n) > p_max)
+        WINDOW newest_first AS (PARTITION BY s.owner
+                                ORDER BY s.created_at DESC, s.row DESC NULLS LAST, s.key
+                                ROWS UNBOUNDED PRECEDING)
     ), deleted AS (
         DELETE FROM seqvend.idempotency_keys k
-         USING doomed d
-         WHERE d.row IS NULL AND k.owner = d.owner AND k.key = d.key
+         USING kept d
+         WHERE d.row IS NULL AND d.keep = 0 AND k.owner = d.owner AND k.key = d.key
         RETURNING 1
     ), blanked AS (
+        -- One source row per target row: a row shared by crowded tokens is folded first.
         UPDATE seqvend.vend_answers a
-           SET keys = seqvend.blank(a.keys, d.positions)
-          FROM (SELECT row, array_agg(pos) AS positions, count(*) AS gone
-                  FROM doomed WHERE row IS NOT NULL GROUP BY row) AS d
+           SET keys = seqvend.blank_beyond_newest(a.owners, a.keys, d.owners, d.keeps)
+          FROM (SELECT row, array_agg(owner) AS owners, array_agg(keep) AS keeps,
+                       sum(n - keep)::bigint AS gone
+                  FROM kept
+                 WHERE row IS NOT NULL AND keep < n
+                 GROUP BY row) AS d
          WHERE a.ctid = d.row
         RETURNING d.gone
     )
-    SELECT (SELECT count(*) FROM deleted) + (SELECT coalesce(sum(gone), 0) FROM blanked)::bigint
+    SELECT (SELECT count(*) FROM deleted) + (SELECT coalesce(sum(gone), 0) FROM blanked)
+      INTO purged;
+    RETURN purged;
+END
 $$;
 
 --

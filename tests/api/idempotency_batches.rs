@@ -303,6 +303,89 @@ async fn the_purge_keeps_every_answer_within_its_retention_and_its_bound() {
     assert_eq!(rows[0].2.as_deref(), Some(&[2][..]));
 }
 
+/// A batch row of keyed answers stored `ago` before now: token `owners[p]` sent `keys[p]`
+/// (None: a slot blanked by an earlier purge).
+fn answer_row(ago: &str, owners: &[&str], keys: &[Option<&str>]) -> String {
+    let n = keys.len();
+    let owners: Vec<String> = owners.iter().map(|o| format!("'{o}'")).collect();
+    let keys: Vec<String> = keys
+        .iter()
+        .map(|k| k.map_or("NULL".into(), |k| format!("'{k}'")))
+        .collect();
+    let positions: Vec<String> = (1..=n).map(|p| p.to_string()).collect();
+    let (owners, keys, positions) = (owners.join(","), keys.join(","), positions.join(","));
+    format!(
+        "INSERT INTO seqvend.vend_answers (created_at, expires_at, owners, keys, requests, firsts, lasts, vals)
+         VALUES (now() - interval '{ago}', now() + interval '1 hour', ARRAY[{owners}], ARRAY[{keys}]::text[],
+                 array_fill('next:p:one'::text, ARRAY[{n}]), ARRAY[{positions}], ARRAY[{positions}],
+                 ARRAY[{positions}]::bigint[]);"
+    )
+}
+
+/// Every stored answer's token and key, as `token:key`, in that order.
+async fn live_keys(client: &tokio_postgres::Client) -> Vec<String> {
+    answers(client)
+        .await
+        .into_iter()
+        .map(|(owner, key, _)| format!("{owner}:{key}"))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_purge_keeps_each_tokens_newest_across_shared_rows_and_both_stores() {
+    let db = TestDb::shared().await;
+    let _migrated = spawn_app_on(&db, test_settings()).await;
+    let client = db.connect().await;
+    let pool = seqvend::db::Registry::from_pool(sqlx::PgPool::connect(&db.url).await.unwrap());
+    // Oldest first: a row three tokens share, a lease's answer (its own row), a row with a
+    // slot an earlier purge blanked, the newest row. Within a row, later positions are newer.
+    let a_lease = "INSERT INTO seqvend.idempotency_keys
+                       (owner, key, request, status, vals, created_at, expires_at)
+                   VALUES ('a', 'la', 'lease:p:count=5', 200, '{1}',
+                           now() - interval '20 seconds', now() + interval '1 hour');";
+    let stored = [
+        answer_row(
+            "30 seconds",
+            &["a", "b", "calm", "a"],
+            &[Some("a1"), Some("b1"), Some("m1"), Some("a2")],
+        ),
+        a_lease.into(),
+        answer_row(
+            "10 seconds",
+            &["a", "b", "a", "b", "calm"],
+            &[Some("a3"), Some("b2"), None, Some("b3"), Some("m2")],
+        ),
+        answer_row("0 seconds", &["b", "a"], &[Some("b4"), Some("a4")]),
+    ];
+    client.batch_execute(&stored.concat()).await.unwrap();
+    let purged = seqvend::registry::purge_answers(&pool, 2).await.unwrap();
+    assert_eq!(purged, 3 + 2, "a's la, a2 and a1; b's b2 and b1");
+    let kept = ["a:a3", "a:a4", "b:b3", "b:b4", "calm:m1", "calm:m2"];
+    assert_eq!(live_keys(&client).await, kept, "each token's two newest");
+    assert_eq!(seqvend::registry::purge_answers(&pool, 2).await.unwrap(), 0);
+    assert_eq!(
+        live_keys(&client).await,
+        kept,
+        "a second purge finds nothing more"
+    );
+
+    // One token whose answers are one more than the bound, and nothing else stored.
+    client
+        .batch_execute(&format!(
+            "DELETE FROM seqvend.vend_answers; DELETE FROM seqvend.idempotency_keys; {}",
+            answer_row(
+                "1 second",
+                &["solo", "solo", "solo"],
+                &[Some("s1"), Some("s2"), Some("s3")]
+            )
+        ))
+        .await
+        .unwrap();
+    assert_eq!(seqvend::registry::purge_answers(&pool, 3).await.unwrap(), 0);
+    assert_eq!(seqvend::registry::purge_answers(&pool, 2).await.unwrap(), 1);
+    assert_eq!(live_keys(&client).await, ["solo:s2", "solo:s3"]);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn replays_beside_a_running_purge_all_get_their_first_answer() {
     let db = TestDb::shared().await;

@@ -1,0 +1,92 @@
+-- The purge of crowded answers (run every minute by every instance) counts before it ranks.
+-- Before, it took every stored key of every answer row apart by subscript, whether or not any
+-- token was near its bound: with 750,000 keys stored under a 1,000,000 bound it took 1.9–2.7 s
+-- of one core each minute, and strict vends at 2,000 req/s beside it saw a p99 of 44 ms
+-- against 11 ms. Now:
+--   1. all the answers stored (blanked slots included) bound what any one token holds: when
+--      they are within p_max, nothing is read further (about 11 ms for 800,000 keys);
+--   2. otherwise, each token's live answers are counted per row (one pass of unnest over the
+--      rows' arrays, about 130 ms for 800,000 keys), and only tokens beyond p_max go on;
+--   3. their answers are ranked per row, not per key: each row keeps the token's newest
+--      answers that still fit under p_max, and only rows that lose some are rewritten.
+-- What goes is what went before: each token's answers beyond its newest p_max, newest first
+-- by the statement's time and, within one row, by position (the later served later); a lease's
+-- or an earlier version's answer (a row of idempotency_keys) comes after a batch row of the
+-- same time.
+
+-- p_keys with each crowded token's live keys blanked but for its p_keep newest (the highest
+-- positions): token p_crowded[i] keeps p_keep[i]. Other tokens' keys are left as they are.
+CREATE FUNCTION seqvend.blank_beyond_newest(p_owners text[], p_keys text[],
+                                            p_crowded text[], p_keep bigint[])
+    RETURNS text[]
+    LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT array_agg(CASE WHEN c.keep IS NOT NULL AND k.newer >= c.keep THEN NULL ELSE k.key END
+                     ORDER BY k.pos)
+      FROM (SELECT u.owner, u.key, u.pos,
+                   -- the token's live keys after this one in the row
+                   count(u.key) OVER (PARTITION BY u.owner ORDER BY u.pos DESC
+                                      ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS newer
+              FROM unnest(p_owners, p_keys) WITH ORDINALITY AS u(owner, key, pos)) AS k
+      LEFT JOIN unnest(p_crowded, p_keep) AS c(owner, keep) ON c.owner = k.owner
+$$;
+
+CREATE OR REPLACE FUNCTION seqvend.purge_crowded_answers(p_max bigint)
+    RETURNS bigint
+    LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    stored bigint;
+    purged bigint;
+BEGIN
+    -- No token holds more answers than are stored in all.
+    SELECT (SELECT coalesce(sum(cardinality(a.keys)), 0) FROM seqvend.vend_answers a)
+         + (SELECT count(*) FROM seqvend.idempotency_keys)
+      INTO stored;
+    IF stored <= p_max THEN
+        RETURN 0;
+    END IF;
+
+    WITH shares AS (
+        -- A token's live answers in one batch row (n of them), or one row of idempotency_keys.
+        SELECT u.owner, a.created_at, a.ctid AS row, NULL::text AS key, count(*) AS n
+          FROM seqvend.vend_answers a, unnest(a.owners, a.keys) AS u(owner, key)
+         WHERE u.key IS NOT NULL
+         GROUP BY u.owner, a.created_at, a.ctid
+        UNION ALL
+        SELECT k.owner, k.created_at, NULL, k.key, 1
+          FROM seqvend.idempotency_keys k
+    ), kept AS (
+        -- How many of each crowded token's shares stay: what still fits under p_max once
+        -- the token's newer shares are counted.
+        SELECT s.owner, s.row, s.key, s.n,
+               greatest(0, least(s.n, p_max - ((sum(s.n) OVER newest_first)::bigint - s.n))) AS keep
+          FROM shares s
+         WHERE s.owner IN (SELECT owner FROM shares GROUP BY owner HAVING sum(n) > p_max)
+        WINDOW newest_first AS (PARTITION BY s.owner
+                                ORDER BY s.created_at DESC, s.row DESC NULLS LAST, s.key
+                                ROWS UNBOUNDED PRECEDING)
+    ), deleted AS (
+        DELETE FROM seqvend.idempotency_keys k
+         USING kept d
+         WHERE d.row IS NULL AND d.keep = 0 AND k.owner = d.owner AND k.key = d.key
+        RETURNING 1
+    ), blanked AS (
+        -- One source row per target row: a row shared by crowded tokens is folded first.
+        UPDATE seqvend.vend_answers a
+           SET keys = seqvend.blank_beyond_newest(a.owners, a.keys, d.owners, d.keeps)
+          FROM (SELECT row, array_agg(owner) AS owners, array_agg(keep) AS keeps,
+                       sum(n - keep)::bigint AS gone
+                  FROM kept
+                 WHERE row IS NOT NULL AND keep < n
+                 GROUP BY row) AS d
+         WHERE a.ctid = d.row
+        RETURNING d.gone
+    )
+    SELECT (SELECT count(*) FROM deleted) + (SELECT coalesce(sum(gone), 0) FROM blanked)
+      INTO purged;
+    RETURN purged;
+END
+$$;
+
+DROP FUNCTION seqvend.blank(anyarray, integer[]);
