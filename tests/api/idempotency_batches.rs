@@ -398,6 +398,14 @@ async fn replays_beside_a_running_purge_all_get_their_first_answer() {
         let (reply, _) = app.keyed_post(&path, &key, VEND_TOKEN).await;
         first.push((path, key, values_of(&reply)));
     }
+    // Another token beyond the bound, so that every round of the purge counts and ranks.
+    let crowd_keys: Vec<String> = (0..50).map(|n| format!("crowd-{n}")).collect();
+    let crowd_keys: Vec<Option<&str>> = crowd_keys.iter().map(|k| Some(k.as_str())).collect();
+    let client = db.connect().await;
+    client
+        .batch_execute(&answer_row("1 minute", &["crowd"; 50], &crowd_keys))
+        .await
+        .unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let purge = {
         let pool = sqlx::PgPool::connect(&db.url).await.unwrap();
@@ -405,9 +413,7 @@ async fn replays_beside_a_running_purge_all_get_their_first_answer() {
         tokio::spawn(async move {
             let mut rounds = 0u32;
             while !stop.load(Ordering::Relaxed) || rounds == 0 {
-                seqvend::registry::purge_answers(&pool, 1_000)
-                    .await
-                    .unwrap();
+                seqvend::registry::purge_answers(&pool, 25).await.unwrap();
                 rounds += 1;
             }
             rounds
@@ -422,6 +428,9 @@ async fn replays_beside_a_running_purge_all_get_their_first_answer() {
     }
     stop.store(true, Ordering::Relaxed);
     assert!(purge.await.unwrap() > 0);
+    let left = live_keys(&client).await;
+    let crowd = left.iter().filter(|k| k.starts_with("crowd:")).count();
+    assert_eq!(crowd, 25, "the purge ran beside the replays: {left:?}");
     let all: Vec<i64> = first.iter().flat_map(|f| f.2.clone()).collect();
     let distinct: HashSet<i64> = all.iter().copied().collect();
     assert_eq!(distinct.len(), all.len(), "no value in two answers");
