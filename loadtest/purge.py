@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""The purge of stored idempotency answers, measured in the database: writes the "purge" section
+of docs/performance.md. Started by loadtest/purge.sh.
+
+The same private cluster and the same two databases as loadtest/blocks.py (`before`, migrated as
+the baseline commit left the schema, and `after`, migrated from this checkout), each given the
+same stored answers: ANSWERS keyed answers of one token in rows of 64 (one vend statement's
+keyed requests each), and 1,000 of a second token. Then the purge seqvend runs every minute,
+`seqvend.purge_answers(bound)`, each in a transaction rolled back so that every run finds the
+same answers: with the default bound (nobody near it), with the first token a minute's worth
+over it, and with half its answers beyond it. pgbench, one connection, before and after
+interleaved, each figure the median of the rounds' averages.
+"""
+
+import datetime
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from blocks import BIN, Cluster, baseline_migrations, current_migrations, migrate, spread
+from run import commit, log, machine, write_section
+
+ROUNDS = int(os.environ.get("PURGE_ROUNDS", "3"))
+RUNS = int(os.environ.get("PURGE_RUNS", "3"))  # purges per round
+ANSWERS = int(os.environ.get("PURGE_ANSWERS", "800000"))
+PER_ROW = 64
+# A minute of keyed vends at about 330 a second.
+A_MINUTE = 20_000
+
+# Rows as a vend statement stores them (created a millisecond apart, oldest first).
+STORE = f"""
+INSERT INTO seqvend.vend_answers (created_at, expires_at, owners, keys, requests, firsts, lasts, vals)
+SELECT now() - interval '1 hour' + r * interval '1 ms', now() + interval '1 day',
+       array_fill('bootstrap:loaded'::text, ARRAY[{PER_ROW}]),
+       ARRAY(SELECT 'order-' || (r * {PER_ROW} + i) FROM generate_series(1, {PER_ROW}) AS i),
+       array_fill('next:big:one'::text, ARRAY[{PER_ROW}]),
+       ARRAY(SELECT generate_series(1, {PER_ROW})), ARRAY(SELECT generate_series(1, {PER_ROW})),
+       ARRAY(SELECT (r * {PER_ROW} + i)::bigint FROM generate_series(1, {PER_ROW}) AS i)
+  FROM generate_series(0, {ANSWERS // PER_ROW - 1}) AS r;
+INSERT INTO seqvend.vend_answers (created_at, expires_at, owners, keys, requests, firsts, lasts, vals)
+SELECT now() - interval '30 minutes' + r * interval '1 ms', now() + interval '1 day',
+       '{{bootstrap:calm}}', ARRAY['calm-' || r], '{{next:big:one}}', '{{1}}', '{{1}}', ARRAY[r]
+  FROM generate_series(1, 1000) AS r;
+VACUUM ANALYZE seqvend.vend_answers;
+"""
+
+
+def cases():
+    stored = ANSWERS // PER_ROW * PER_ROW
+    return [
+        ("1,000,000: nobody near it", 1_000_000),
+        (f"{stored - A_MINUTE:,}: one token {A_MINUTE:,} over (a minute of keyed vends)",
+         stored - A_MINUTE),
+        (f"{stored // 2:,}: one token {stored - stored // 2:,} over", stored // 2),
+    ]
+
+
+def purge_ms(cluster, db, bound):
+    """Average time (ms) of the purge with `bound`, rolled back, over RUNS runs."""
+    script = cluster.root / "purge.sql"
+    script.write_text(f"BEGIN;\nSELECT seqvend.purge_answers({bound});\nROLLBACK;\n")
+    done = subprocess.run([str(BIN / "pgbench"), "-n", "-c", "1", "-t", str(RUNS), "-f",
+                           str(script)] + cluster.args(db)[:-2] + [db],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"pgbench failed on {db}: {done.stderr}")
+    return float(done.stdout.split("latency average = ")[1].split()[0])
+
+
+def rows(cluster):
+    out = []
+    for label, bound in cases():
+        runs = {"before": [], "after": []}
+        for _ in range(ROUNDS):
+            for db in ("before", "after"):
+                runs[db].append(purge_ms(cluster, db, bound))
+        ratio = [b / a for b, a in zip(runs["before"], runs["after"])]
+        row = [label, spread(runs["before"]), spread(runs["after"]),
+               f"{statistics.median(ratio):,.1f}×"]
+        out.append(row)
+        log(f"{label}: {row}")
+    return out
+
+
+def main():
+    baseline = subprocess.run(["git", "rev-parse", "--short", sys.argv[1]], capture_output=True,
+                              text=True, check=True).stdout.strip()
+    started = datetime.datetime.now(datetime.timezone.utc)
+    root = Path(tempfile.mkdtemp(prefix="seqvend-purge-"))
+    os.chmod(root, 0o755)
+    cluster = Cluster(root)
+    try:
+        for db, migrations in (("before", baseline_migrations(baseline)),
+                               ("after", current_migrations())):
+            migrate(cluster, db, migrations)
+            cluster.psql(db, STORE)
+        table = rows(cluster)
+    finally:
+        cluster.stop()
+        subprocess.run(["rm", "-rf", str(root)])
+    lines = [
+        f"- Date: {started:%Y-%m-%d}; commit {commit()} against {baseline}; {machine()}; "
+        f"PostgreSQL {BIN.parent.name}",
+        f"- Rerun with `loadtest/purge.sh {baseline}`. `seqvend.purge_answers(bound)` rolled "
+        f"back, pgbench, one connection, {RUNS} purges per round, {ROUNDS} rounds with before "
+        "and after interleaved; each figure the median of the rounds' average (min–max in "
+        f"brackets). Stored: {ANSWERS // PER_ROW * PER_ROW:,} answers of one token in rows of "
+        f"{PER_ROW}, and 1,000 of another.",
+        "",
+        "| bound | before, ms | after, ms | before / after |",
+        "|---|---|---|---|",
+    ]
+    lines += ["| " + " | ".join(r) + " |" for r in table]
+    text = "\n".join(lines)
+    write_section("purge", text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
