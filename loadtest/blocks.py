@@ -167,6 +167,47 @@ def spread(values):
     return f"{statistics.median(values):,.2f} ({min(values):,.2f}–{max(values):,.2f})"
 
 
+def short_commit(ref):
+    return subprocess.run(["git", "rev-parse", "--short", ref], capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def before_and_after(baseline, prepare_sql, measure):
+    """`measure(cluster)` on a private cluster whose databases `before` (migrated as `baseline`
+    left the schema) and `after` (migrated from this checkout) were each given `prepare_sql`;
+    returns what it returns. The cluster is removed afterwards."""
+    root = Path(tempfile.mkdtemp(prefix=f"seqvend-{Path(sys.argv[0]).stem}-"))
+    os.chmod(root, 0o755)
+    cluster = Cluster(root)
+    try:
+        for db, migrations in (("before", baseline_migrations(baseline)),
+                               ("after", current_migrations())):
+            migrate(cluster, db, migrations)
+            if prepare_sql:
+                cluster.psql(db, prepare_sql)
+        return measure(cluster)
+    finally:
+        cluster.stop()
+        subprocess.run(["rm", "-rf", str(root)])
+
+
+def run_line(started, baseline):
+    """The first line of a section: when, which commits, on what."""
+    return (f"- Date: {started:%Y-%m-%d}; commit {commit()} against {baseline}; {machine()}; "
+            f"PostgreSQL {BIN.parent.name}")
+
+
+def publish(section, lines):
+    """Writes `lines` as the section `section` of docs/performance.md, and prints them."""
+    text = "\n".join(lines)
+    write_section(section, text)
+    print(text)
+
+
+def table_lines(rows):
+    return ["| " + " | ".join(r) + " |" for r in rows]
+
+
 def statement_rows(cluster):
     rows = []
     for label, clients, sql in STATEMENTS:
@@ -226,23 +267,12 @@ def alternative_rows(cluster):
 
 
 def main():
-    baseline = subprocess.run(["git", "rev-parse", "--short", sys.argv[1]], capture_output=True,
-                              text=True, check=True).stdout.strip()
+    baseline = short_commit(sys.argv[1])
     started = datetime.datetime.now(datetime.timezone.utc)
-    root = Path(tempfile.mkdtemp(prefix="seqvend-blocks-"))
-    os.chmod(root, 0o755)
-    cluster = Cluster(root)
-    try:
-        migrate(cluster, "before", baseline_migrations(baseline))
-        migrate(cluster, "after", current_migrations())
-        rows = statement_rows(cluster)
-        weighed = alternative_rows(cluster)
-    finally:
-        cluster.stop()
-        subprocess.run(["rm", "-rf", str(root)])
+    rows, weighed = before_and_after(
+        baseline, None, lambda cluster: (statement_rows(cluster), alternative_rows(cluster)))
     lines = [
-        f"- Date: {started:%Y-%m-%d}; commit {commit()} against {baseline}; {machine()}; "
-        f"PostgreSQL {BIN.parent.name}",
+        run_line(started, baseline),
         f"- Rerun with `loadtest/blocks.sh {baseline}`. pgbench, {SECONDS} s per run, {ROUNDS} "
         "rounds with before and after interleaved; each figure the median of the rounds' "
         "average latency (min–max of the rounds in brackets), commit included "
@@ -251,7 +281,7 @@ def main():
         "| statement | before, ms | after, ms | before / after | WAL before | WAL after |",
         "|---|---|---|---|---|---|",
     ]
-    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    lines += table_lines(rows)
     lines += [
         "",
         "The ways of drawing a block that were weighed, on bare sequences (the function, a mark "
@@ -260,10 +290,8 @@ def main():
         "| way | block | ms | WAL bytes | catalog rows written per draw | new file |",
         "|---|---|---|---|---|---|",
     ]
-    lines += ["| " + " | ".join(r) + " |" for r in weighed]
-    text = "\n".join(lines)
-    write_section("blocks", text)
-    print(text)
+    lines += table_lines(weighed)
+    publish("blocks", lines)
 
 
 if __name__ == "__main__":

@@ -16,11 +16,9 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
-from pathlib import Path
 
-from blocks import BIN, Cluster, baseline_migrations, current_migrations, migrate, spread
-from run import commit, log, machine, write_section
+from blocks import BIN, before_and_after, publish, run_line, short_commit, spread, table_lines
+from run import log
 
 ROUNDS = int(os.environ.get("VEND_ROUNDS", "5"))
 SECONDS = int(os.environ.get("VEND_SECONDS", "4"))
@@ -86,24 +84,11 @@ def rows(cluster):
 
 
 def main():
-    baseline = subprocess.run(["git", "rev-parse", "--short", sys.argv[1]], capture_output=True,
-                              text=True, check=True).stdout.strip()
+    baseline = short_commit(sys.argv[1])
     started = datetime.datetime.now(datetime.timezone.utc)
-    root = Path(tempfile.mkdtemp(prefix="seqvend-vend-statement-"))
-    os.chmod(root, 0o755)
-    cluster = Cluster(root)
-    try:
-        for db, migrations in (("before", baseline_migrations(baseline)),
-                               ("after", current_migrations())):
-            migrate(cluster, db, migrations)
-            cluster.psql(db, MORE)
-        table = rows(cluster)
-    finally:
-        cluster.stop()
-        subprocess.run(["rm", "-rf", str(root)])
+    table = before_and_after(baseline, MORE, rows)
     lines = [
-        f"- Date: {started:%Y-%m-%d}; commit {commit()} against {baseline}; {machine()}; "
-        f"PostgreSQL {BIN.parent.name}",
+        run_line(started, baseline),
         f"- Rerun with `loadtest/vend_statement.sh {baseline}`. pgbench, prepared, one "
         f"connection, {SECONDS} s per run, {ROUNDS} rounds with before and after interleaved; "
         "each figure the median of the rounds' average latency (min–max in brackets).",
@@ -111,10 +96,7 @@ def main():
         "| batch | transaction | before, ms | after, ms | before / after |",
         "|---|---|---|---|---|",
     ]
-    lines += ["| " + " | ".join(r) + " |" for r in table]
-    text = "\n".join(lines)
-    write_section("vend-statement", text)
-    print(text)
+    publish("vend-statement", lines + table_lines(table))
 
 
 if __name__ == "__main__":
