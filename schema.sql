@@ -72,6 +72,7 @@ CREATE TABLE seqvend.vend_answers (
     firsts integer[] NOT NULL,
     lasts integer[] NOT NULL,
     vals bigint[] NOT NULL,
+    id bigint,
     CONSTRAINT vend_answers_check CHECK (((cardinality(owners) = cardinality(keys)) AND (cardinality(requests) = cardinality(keys)) AND (cardinality(firsts) = cardinality(keys)) AND (cardinality(lasts) = cardinality(keys))))
 );
 
@@ -779,22 +780,24 @@ BEGIN
 
     WITH shares AS (
         -- A token's live answers in one batch row (n of them), or one row of idempotency_keys.
-        SELECT u.owner, a.created_at, a.ctid AS row, NULL::text AS key, count(*) AS n
+        SELECT u.owner, a.created_at, a.id, a.ctid AS row, NULL::text AS key, count(*) AS n
           FROM seqvend.vend_answers a, unnest(a.owners, a.keys) AS u(owner, key)
          WHERE u.key IS NOT NULL
-         GROUP BY u.owner, a.created_at, a.ctid
+         GROUP BY u.owner, a.created_at, a.id, a.ctid
         UNION ALL
-        SELECT k.owner, k.created_at, NULL, k.key, 1
+        SELECT k.owner, k.created_at, NULL, NULL, k.key, 1
           FROM seqvend.idempotency_keys k
     ), kept AS (
         -- How many of each crowded token's shares stay: what still fits under p_max once
-        -- the token's newer shares are counted.
+        -- the token's newer shares are counted. Ties in time go by the row's id (the order
+        -- every purge sees), batch rows before idempotency_keys rows, which go by key.
         SELECT s.owner, s.row, s.key, s.n,
                greatest(0, least(s.n, p_max - ((sum(s.n) OVER newest_first)::bigint - s.n))) AS keep
           FROM shares s
          WHERE s.owner IN (SELECT owner FROM shares GROUP BY owner HAVING sum(n) > p_max)
         WINDOW newest_first AS (PARTITION BY s.owner
-                                ORDER BY s.created_at DESC, s.row DESC NULLS LAST, s.key
+                                ORDER BY s.created_at DESC, s.row IS NULL, s.id DESC NULLS LAST,
+                                         s.row DESC, s.key
                                 ROWS UNBOUNDED PRECEDING)
     ), deleted AS (
         DELETE FROM seqvend.idempotency_keys k
@@ -2113,6 +2116,23 @@ CREATE TABLE seqvend.usage_samples (
 );
 
 --
+-- Name: vend_answer_ids; Type: SEQUENCE; Schema: seqvend; Owner: -
+--
+
+CREATE SEQUENCE seqvend.vend_answer_ids
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+--
+-- Name: vend_answer_ids; Type: SEQUENCE OWNED BY; Schema: seqvend; Owner: -
+--
+
+ALTER SEQUENCE seqvend.vend_answer_ids OWNED BY seqvend.vend_answers.id;
+
+--
 -- Name: worker_ids; Type: TABLE; Schema: seqvend; Owner: -
 --
 
@@ -2126,6 +2146,12 @@ CREATE TABLE seqvend.worker_ids (
     CONSTRAINT worker_ids_check CHECK (((holder IS NULL) OR (expires_at IS NOT NULL))),
     CONSTRAINT worker_ids_worker_id_check CHECK ((worker_id >= 0))
 );
+
+--
+-- Name: vend_answers id; Type: DEFAULT; Schema: seqvend; Owner: -
+--
+
+ALTER TABLE ONLY seqvend.vend_answers ALTER COLUMN id SET DEFAULT nextval('seqvend.vend_answer_ids'::regclass);
 
 --
 -- Name: counters counters_pkey; Type: CONSTRAINT; Schema: seqvend; Owner: -

@@ -4,7 +4,7 @@
 -- of one core each minute, and strict vends at 2,000 req/s beside it saw a p99 of 44 ms
 -- against 11 ms. Now:
 --   1. all the answers stored (blanked slots included) bound what any one token holds: when
---      they are within p_max, nothing is read further (about 11 ms for 800,000 keys);
+--      they are within p_max, nothing is read further (about 13 ms for 800,000 keys);
 --   2. otherwise, each token's live answers are counted per row (one pass of unnest over the
 --      rows' arrays, about 130 ms for 800,000 keys), and only tokens beyond p_max go on;
 --   3. their answers are ranked per row, not per key: each row keeps the token's newest
@@ -13,9 +13,25 @@
 -- by the statement's time and, within one row, by position (the later served later); a lease's
 -- or an earlier version's answer (a row of idempotency_keys) comes after a batch row of the
 -- same time.
+--
+-- Rows stored in the same microsecond (created_at is the statement's transaction start) are
+-- now ordered by an id of their own. Every purge must rank in the same order, or two purges on
+-- either side of a third's rewrite of a row could each keep a different one of two tied rows
+-- and blank the other: a token would be left with fewer than p_max answers, and a retry of a
+-- blanked key would draw again. A row's physical place (ctid) moves when a purge rewrites it,
+-- and a key's position in its row (the old order's tie-break) does not tell two rows apart
+-- either. The id is added without rewriting the table (no default for the rows already
+-- stored, which would hold an exclusive lock while other instances serve keyed vends), so rows
+-- stored before this migration have none and keep ctid order until they expire.
+CREATE SEQUENCE seqvend.vend_answer_ids AS bigint;
+ALTER TABLE seqvend.vend_answers ADD COLUMN id bigint;
+ALTER TABLE seqvend.vend_answers ALTER COLUMN id SET DEFAULT nextval('seqvend.vend_answer_ids');
+ALTER SEQUENCE seqvend.vend_answer_ids OWNED BY seqvend.vend_answers.id;
 
 -- p_keys with each crowded token's live keys blanked but for its p_keep newest (the highest
 -- positions): token p_crowded[i] keeps p_keep[i]. Other tokens' keys are left as they are.
+-- Each token is named once in p_crowded (the purge folds a row's tokens first), and p_keys
+-- is never empty (a row is stored only with keys).
 CREATE FUNCTION seqvend.blank_beyond_newest(p_owners text[], p_keys text[],
                                             p_crowded text[], p_keep bigint[])
     RETURNS text[]
@@ -49,22 +65,24 @@ BEGIN
 
     WITH shares AS (
         -- A token's live answers in one batch row (n of them), or one row of idempotency_keys.
-        SELECT u.owner, a.created_at, a.ctid AS row, NULL::text AS key, count(*) AS n
+        SELECT u.owner, a.created_at, a.id, a.ctid AS row, NULL::text AS key, count(*) AS n
           FROM seqvend.vend_answers a, unnest(a.owners, a.keys) AS u(owner, key)
          WHERE u.key IS NOT NULL
-         GROUP BY u.owner, a.created_at, a.ctid
+         GROUP BY u.owner, a.created_at, a.id, a.ctid
         UNION ALL
-        SELECT k.owner, k.created_at, NULL, k.key, 1
+        SELECT k.owner, k.created_at, NULL, NULL, k.key, 1
           FROM seqvend.idempotency_keys k
     ), kept AS (
         -- How many of each crowded token's shares stay: what still fits under p_max once
-        -- the token's newer shares are counted.
+        -- the token's newer shares are counted. Ties in time go by the row's id (the order
+        -- every purge sees), batch rows before idempotency_keys rows, which go by key.
         SELECT s.owner, s.row, s.key, s.n,
                greatest(0, least(s.n, p_max - ((sum(s.n) OVER newest_first)::bigint - s.n))) AS keep
           FROM shares s
          WHERE s.owner IN (SELECT owner FROM shares GROUP BY owner HAVING sum(n) > p_max)
         WINDOW newest_first AS (PARTITION BY s.owner
-                                ORDER BY s.created_at DESC, s.row DESC NULLS LAST, s.key
+                                ORDER BY s.created_at DESC, s.row IS NULL, s.id DESC NULLS LAST,
+                                         s.row DESC, s.key
                                 ROWS UNBOUNDED PRECEDING)
     ), deleted AS (
         DELETE FROM seqvend.idempotency_keys k

@@ -387,6 +387,27 @@ async fn the_purge_keeps_each_tokens_newest_across_shared_rows_and_both_stores()
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn rows_stored_in_the_same_microsecond_are_ranked_by_their_id_wherever_they_lie() {
+    let db = TestDb::shared().await;
+    let _migrated = spawn_app_on(&db, test_settings()).await;
+    let client = db.connect().await;
+    let pool = seqvend::db::Registry::from_pool(sqlx::PgPool::connect(&db.url).await.unwrap());
+    // Two statements that started in the same microsecond, the later one (the higher id)
+    // first on disk. Every purge must rank them alike, or two purges could each keep a
+    // different one; where they lie changes whenever a purge rewrites a row.
+    client
+        .batch_execute(&format!(
+            "{} {} UPDATE seqvend.vend_answers SET id = CASE keys[1] WHEN 'later' THEN 2 ELSE 1 END",
+            answer_row("1 second", &["tied"], &[Some("later")]),
+            answer_row("1 second", &["tied"], &[Some("earlier")]),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(seqvend::registry::purge_answers(&pool, 1).await.unwrap(), 1);
+    assert_eq!(live_keys(&client).await, ["tied:later"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn replays_beside_a_running_purge_all_get_their_first_answer() {
     let db = TestDb::shared().await;
     let app = spawn_app_on(&db, test_settings()).await;
