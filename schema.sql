@@ -789,20 +789,20 @@ BEGIN
           FROM seqvend.idempotency_keys k
     ), kept AS (
         -- How many of each crowded token's shares stay: what still fits under p_max once
-        -- the token's newer shares are counted. Ties in time go by the row's id (the order
-        -- every purge sees), batch rows before idempotency_keys rows, which go by key.
-        SELECT s.owner, s.row, s.key, s.n,
+        -- the token's newer shares are counted. Ties in time go by the row's id (the same
+        -- order in every purge), batch rows before idempotency_keys rows, which go by key.
+        SELECT s.owner, s.created_at, s.row, s.key, s.n,
                greatest(0, least(s.n, p_max - ((sum(s.n) OVER newest_first)::bigint - s.n))) AS keep
           FROM shares s
          WHERE s.owner IN (SELECT owner FROM shares GROUP BY owner HAVING sum(n) > p_max)
         WINDOW newest_first AS (PARTITION BY s.owner
-                                ORDER BY s.created_at DESC, s.row IS NULL, s.id DESC NULLS LAST,
-                                         s.row DESC, s.key
+                                ORDER BY s.created_at DESC, s.row IS NULL, s.id DESC, s.key
                                 ROWS UNBOUNDED PRECEDING)
     ), deleted AS (
         DELETE FROM seqvend.idempotency_keys k
          USING kept d
          WHERE d.row IS NULL AND d.keep = 0 AND k.owner = d.owner AND k.key = d.key
+           AND k.created_at = d.created_at
         RETURNING 1
     ), blanked AS (
         -- One source row per target row: a row shared by crowded tokens is folded first.

@@ -20,9 +20,13 @@
 -- and blank the other: a token would be left with fewer than p_max answers, and a retry of a
 -- blanked key would draw again. A row's physical place (ctid) moves when a purge rewrites it,
 -- and a key's position in its row (the old order's tie-break) does not tell two rows apart
--- either. The id is added without rewriting the table (no default for the rows already
--- stored, which would hold an exclusive lock while other instances serve keyed vends), so rows
--- stored before this migration have none and keep ctid order until they expire.
+-- either. The id is added here without rewriting the table (a default for the rows already
+-- stored would, under an exclusive lock, while other instances serve keyed vends); the next
+-- migration gives those rows theirs, in a transaction of its own that locks only rows.
+--
+-- A row of idempotency_keys is deleted only as the purge saw it (its created_at too): an
+-- expired key is stored again in place, with a new created_at, and a purge that ranked the
+-- old answer must not delete the new one when its DELETE meets the updated row.
 CREATE SEQUENCE seqvend.vend_answer_ids AS bigint;
 ALTER TABLE seqvend.vend_answers ADD COLUMN id bigint;
 ALTER TABLE seqvend.vend_answers ALTER COLUMN id SET DEFAULT nextval('seqvend.vend_answer_ids');
@@ -74,20 +78,20 @@ BEGIN
           FROM seqvend.idempotency_keys k
     ), kept AS (
         -- How many of each crowded token's shares stay: what still fits under p_max once
-        -- the token's newer shares are counted. Ties in time go by the row's id (the order
-        -- every purge sees), batch rows before idempotency_keys rows, which go by key.
-        SELECT s.owner, s.row, s.key, s.n,
+        -- the token's newer shares are counted. Ties in time go by the row's id (the same
+        -- order in every purge), batch rows before idempotency_keys rows, which go by key.
+        SELECT s.owner, s.created_at, s.row, s.key, s.n,
                greatest(0, least(s.n, p_max - ((sum(s.n) OVER newest_first)::bigint - s.n))) AS keep
           FROM shares s
          WHERE s.owner IN (SELECT owner FROM shares GROUP BY owner HAVING sum(n) > p_max)
         WINDOW newest_first AS (PARTITION BY s.owner
-                                ORDER BY s.created_at DESC, s.row IS NULL, s.id DESC NULLS LAST,
-                                         s.row DESC, s.key
+                                ORDER BY s.created_at DESC, s.row IS NULL, s.id DESC, s.key
                                 ROWS UNBOUNDED PRECEDING)
     ), deleted AS (
         DELETE FROM seqvend.idempotency_keys k
          USING kept d
          WHERE d.row IS NULL AND d.keep = 0 AND k.owner = d.owner AND k.key = d.key
+           AND k.created_at = d.created_at
         RETURNING 1
     ), blanked AS (
         -- One source row per target row: a row shared by crowded tokens is folded first.

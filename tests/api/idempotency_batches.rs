@@ -408,6 +408,56 @@ async fn rows_stored_in_the_same_microsecond_are_ranked_by_their_id_wherever_the
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn an_expired_key_stored_again_while_the_purge_ranks_keeps_its_new_answer() {
+    let db = TestDb::shared().await;
+    let _migrated = spawn_app_on(&db, test_settings()).await;
+    let client = db.connect().await;
+    // A lease's answer a day old, just expired, and two newer answers of the same token: with
+    // a bound of two, the old answer is the one beyond it.
+    client
+        .batch_execute(&format!(
+            "INSERT INTO seqvend.idempotency_keys (owner, key, request, status, vals, created_at, expires_at)
+             VALUES ('t', 'again', 'lease:p:count=5', 200, '{{1}}', now() - interval '1 day',
+                     now() - interval '1 second'); {}",
+            answer_row("1 second", &["t", "t"], &[Some("v1"), Some("v2")])
+        ))
+        .await
+        .unwrap();
+    // The key sent again stores its new answer in place, and has not committed yet.
+    let storing = db.connect().await;
+    storing
+        .batch_execute(
+            "BEGIN; SELECT seqvend.store_answer('t', 'again', 'lease:p:count=2', 200::smallint,
+                                                '{7, 8}', NULL, NULL, NULL, interval '1 hour')",
+        )
+        .await
+        .unwrap();
+    // The purge ranks the old answer beyond the bound, and reaches the row being stored.
+    let purge = {
+        let purging = db.connect().await;
+        tokio::spawn(async move {
+            let row = purging
+                .query_one("SELECT seqvend.purge_crowded_answers(2)", &[])
+                .await
+                .unwrap();
+            row.get::<_, i64>(0)
+        })
+    };
+    until_blocked(&client, 1, Blocked::On("transactionid"), "%purge_crowded%").await;
+    storing.batch_execute("COMMIT").await.unwrap();
+    assert_eq!(purge.await.unwrap(), 0, "the answer it ranked is gone");
+    let stored: Vec<i64> = client
+        .query_one(
+            "SELECT vals FROM seqvend.idempotent_answers WHERE owner = 't' AND key = 'again'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(stored, [7, 8], "the new answer stays, for the key's retry");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn replays_beside_a_running_purge_all_get_their_first_answer() {
     let db = TestDb::shared().await;
     let app = spawn_app_on(&db, test_settings()).await;
