@@ -754,6 +754,7 @@ CREATE FUNCTION seqvend.purge_answers(p_max_per_owner bigint) RETURNS bigint
 DECLARE
     expired bigint;
 BEGIN
+    PERFORM pg_advisory_xact_lock(1398165589, 0);
     expired := seqvend.purge_expired_answers();
     RETURN expired + seqvend.purge_crowded_answers(p_max_per_owner);
 END

@@ -24,11 +24,35 @@
 -- stored would, under an exclusive lock, while other instances serve keyed vends); the next
 -- migration gives those rows theirs, in a transaction of its own that locks only rows.
 --
+-- One purge at a time, across instances: each instance purges every minute, and purges that
+-- overlap only repeat each other's work and rank rows another purge is rewriting. The purge
+-- takes a transaction advisory lock before anything else, SVPU (1398165589, 0), and waits for
+-- the one running; the next migration takes the same lock before it touches a row.
+--
 -- A row of idempotency_keys is deleted only as the purge saw it (its created_at too): an
 -- expired key is stored again in place, with a new created_at, and a purge that ranked the
 -- old answer must not delete the new one when its DELETE meets the updated row.
 CREATE SEQUENCE seqvend.vend_answer_ids AS bigint;
-ALTER TABLE seqvend.vend_answers ADD COLUMN id bigint;
+-- ADD COLUMN waits for the table's exclusive lock, and every keyed vend queues behind it while
+-- it waits: waiting out the purge of the version before (seconds with many answers stored)
+-- would hold keyed vends past their own lock_timeout. So it waits 50 ms at a time, and lets
+-- them through in between.
+DO $$
+DECLARE
+    callers text := current_setting('lock_timeout');
+BEGIN
+    LOOP
+        BEGIN
+            PERFORM set_config('lock_timeout', '50ms', true);
+            ALTER TABLE seqvend.vend_answers ADD COLUMN id bigint;
+            EXIT;
+        EXCEPTION WHEN lock_not_available THEN
+            PERFORM pg_sleep(0.05);
+        END;
+    END LOOP;
+    PERFORM set_config('lock_timeout', callers, true);
+END
+$$;
 ALTER TABLE seqvend.vend_answers ALTER COLUMN id SET DEFAULT nextval('seqvend.vend_answer_ids');
 ALTER SEQUENCE seqvend.vend_answer_ids OWNED BY seqvend.vend_answers.id;
 
@@ -108,6 +132,21 @@ BEGIN
     SELECT (SELECT count(*) FROM deleted) + (SELECT coalesce(sum(gone), 0) FROM blanked)
       INTO purged;
     RETURN purged;
+END
+$$;
+
+-- As in 20261126100300, but one at a time across instances (SVPU, above): taken before any
+-- row is locked, the lock cannot close a cycle with the rows purges lock.
+CREATE OR REPLACE FUNCTION seqvend.purge_answers(p_max_per_owner bigint)
+    RETURNS bigint
+    LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    expired bigint;
+BEGIN
+    PERFORM pg_advisory_xact_lock(1398165589, 0);
+    expired := seqvend.purge_expired_answers();
+    RETURN expired + seqvend.purge_crowded_answers(p_max_per_owner);
 END
 $$;
 

@@ -458,6 +458,42 @@ async fn an_expired_key_stored_again_while_the_purge_ranks_keeps_its_new_answer(
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn one_purge_runs_at_a_time_across_instances() {
+    let db = TestDb::shared().await;
+    let _migrated = spawn_app_on(&db, test_settings()).await;
+    let client = db.connect().await;
+    client
+        .batch_execute(&answer_row(
+            "1 second",
+            &["t", "t"],
+            &[Some("k1"), Some("k2")],
+        ))
+        .await
+        .unwrap();
+    // Another instance's purge, running: it holds the purges' lock (SVPU) until it commits.
+    let running = db.connect().await;
+    running
+        .batch_execute("BEGIN; SELECT pg_advisory_xact_lock(1398165589, 0)")
+        .await
+        .unwrap();
+    let pool = seqvend::db::Registry::from_pool(sqlx::PgPool::connect(&db.url).await.unwrap());
+    let purge = tokio::spawn(async move { seqvend::registry::purge_answers(&pool, 1).await });
+    until_blocked(&client, 1, Blocked::On("advisory"), "%purge_answers%").await;
+    assert_eq!(
+        live_keys(&client).await,
+        ["t:k1", "t:k2"],
+        "nothing purged yet"
+    );
+    running.batch_execute("COMMIT").await.unwrap();
+    assert_eq!(
+        purge.await.unwrap().unwrap(),
+        1,
+        "it purges once the other is done"
+    );
+    assert_eq!(live_keys(&client).await, ["t:k2"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn replays_beside_a_running_purge_all_get_their_first_answer() {
     let db = TestDb::shared().await;
     let app = spawn_app_on(&db, test_settings()).await;
