@@ -474,11 +474,13 @@ async fn per_sequence_series_are_bounded_to_the_most_urgent_plus_the_rest() {
             app.next_batch(name, take).await;
         }
     }
+    // Alerts are judged in sampling rounds only; the rounds between publish the counts fresh
+    // and the alerts as last judged. So wait for both.
     let scrape = eventually_some(Duration::from_secs(10), "the bounded gauges", || async {
         let scrape = app.scrape().await;
-        scrape
-            .contains(r#"seqvend_sequence_remaining{sequence="_other"} 30"#)
-            .then_some(scrape)
+        (scrape.contains(r#"seqvend_sequence_remaining{sequence="_other"} 30"#)
+            && scrape.contains(r#"seqvend_sequence_alert{kind="remaining_below",sequence="a"} 1"#))
+        .then_some(scrape)
     })
     .await;
     let remaining = series(&scrape, "seqvend_sequence_remaining");
