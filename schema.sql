@@ -781,13 +781,15 @@ BEGIN
 
     WITH shares AS (
         -- A token's live answers in one batch row (n of them), or one row of idempotency_keys.
+        -- Live: not blanked, and not expired, as a retry finds them (stored_answers).
         SELECT u.owner, a.created_at, a.id, a.ctid AS row, NULL::text AS key, count(*) AS n
           FROM seqvend.vend_answers a, unnest(a.owners, a.keys) AS u(owner, key)
-         WHERE u.key IS NOT NULL
+         WHERE u.key IS NOT NULL AND a.expires_at > now()
          GROUP BY u.owner, a.created_at, a.id, a.ctid
         UNION ALL
         SELECT k.owner, k.created_at, NULL, NULL, k.key, 1
           FROM seqvend.idempotency_keys k
+         WHERE k.expires_at > now()
     ), kept AS (
         -- How many of each crowded token's shares stay: what still fits under p_max once
         -- the token's newer shares are counted. Ties in time go by the row's id (the same
@@ -799,27 +801,56 @@ BEGIN
         WINDOW newest_first AS (PARTITION BY s.owner
                                 ORDER BY s.created_at DESC, s.row IS NULL, s.id DESC, s.key
                                 ROWS UNBOUNDED PRECEDING)
+    ), losing AS (
+        -- Each batch row that loses answers, once (a row shared by crowded tokens is folded
+        -- first), and whether it loses all it holds: every token's live answers in it.
+        SELECT d.row, d.owners, d.keeps, d.gone, d.gone = l.live AS emptied
+          FROM (SELECT row, array_agg(owner) AS owners, array_agg(keep) AS keeps,
+                       sum(n - keep)::bigint AS gone
+                  FROM kept
+                 WHERE row IS NOT NULL AND keep < n
+                 GROUP BY row) AS d
+          JOIN (SELECT row, sum(n)::bigint AS live
+                  FROM shares
+                 WHERE row IS NOT NULL
+                 GROUP BY row) AS l ON l.row = d.row
     ), deleted AS (
         DELETE FROM seqvend.idempotency_keys k
          USING kept d
          WHERE d.row IS NULL AND d.keep = 0 AND k.owner = d.owner AND k.key = d.key
            AND k.created_at = d.created_at
         RETURNING 1
+    ), emptied AS (
+        DELETE FROM seqvend.vend_answers a
+         USING losing d
+         WHERE a.ctid = d.row AND d.emptied
+        RETURNING d.gone
     ), blanked AS (
-        -- One source row per target row: a row shared by crowded tokens is folded first.
         UPDATE seqvend.vend_answers a
            SET keys = seqvend.blank_beyond_newest(a.owners, a.keys, d.owners, d.keeps)
-          FROM (SELECT row, array_agg(owner) AS owners, array_agg(keep) AS keeps,
-                       sum(n - keep)::bigint AS gone
-                  FROM kept
-                 WHERE row IS NOT NULL AND keep < n
-                 GROUP BY row) AS d
-         WHERE a.ctid = d.row
+          FROM losing d
+         WHERE a.ctid = d.row AND NOT d.emptied
         RETURNING d.gone
     )
-    SELECT (SELECT count(*) FROM deleted) + (SELECT coalesce(sum(gone), 0) FROM blanked)
+    SELECT (SELECT count(*) FROM deleted) + (SELECT coalesce(sum(gone), 0) FROM emptied)
+         + (SELECT coalesce(sum(gone), 0) FROM blanked)
       INTO purged;
     RETURN purged;
+END
+$$;
+
+--
+-- Name: purge_crowded_answers_in_turn(bigint); Type: FUNCTION; Schema: seqvend; Owner: -
+--
+
+CREATE FUNCTION seqvend.purge_crowded_answers_in_turn(p_max bigint) RETURNS bigint
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    IF NOT pg_try_advisory_xact_lock(1398165589, 0) THEN
+        RETURN NULL;
+    END IF;
+    RETURN seqvend.purge_crowded_answers(p_max);
 END
 $$;
 
@@ -837,6 +868,21 @@ CREATE FUNCTION seqvend.purge_expired_answers() RETURNS bigint
         RETURNING cardinality(array_remove(keys, NULL)) AS live
     )
     SELECT (SELECT count(*) FROM legacy) + (SELECT coalesce(sum(live), 0) FROM batched)::bigint
+$$;
+
+--
+-- Name: purge_expired_answers_in_turn(); Type: FUNCTION; Schema: seqvend; Owner: -
+--
+
+CREATE FUNCTION seqvend.purge_expired_answers_in_turn() RETURNS bigint
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    IF NOT pg_try_advisory_xact_lock(1398165589, 0) THEN
+        RETURN NULL;
+    END IF;
+    RETURN seqvend.purge_expired_answers();
+END
 $$;
 
 --

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The purge of stored idempotency answers, measured in the database: a baseline commit's
-# migrations against this checkout's, on the same 800,000 stored answers. Needs PostgreSQL only
+# migrations against this checkout's, on the same 2,536,000 stored answers. Needs PostgreSQL only
 # (no seqvend build). Writes the "purge" section of docs/performance.md.
 #   loadtest/purge.sh main                                        # three rounds
 #   PURGE_ROUNDS=1 PURGE_ANSWERS=100000 loadtest/purge.sh main    # a quick try

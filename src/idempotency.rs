@@ -83,7 +83,8 @@ pub fn spawn_purge(pool: Registry, keys_per_token: i64) -> tokio::task::JoinHand
             match crate::registry::purge_answers(&pool, keys_per_token).await {
                 Ok(0) => {}
                 Ok(purged) => tracing::debug!(purged, "purged idempotency keys"),
-                Err(err) => tracing::debug!(error = %err, "could not purge idempotency keys"),
+                // Seen by operators: a purge that keeps failing lets stored answers grow.
+                Err(err) => tracing::warn!(error = %err, "could not purge idempotency keys"),
             }
         }
     })

@@ -1,19 +1,51 @@
 //! Stored idempotent answers: purged once expired, and bounded per token.
 
-use crate::db::Registry;
+use crate::db::{Registry, RegistryTx};
 
 use super::RegistryError;
 
+/// How long each step of the purge may run. Far longer than a request's statement timeout: a
+/// token far over its bound takes seconds to rank, and a purge cancelled every time would
+/// never purge anything. Shorter than the minute between purges.
+const PURGE_TIMEOUT: &str = "45s";
+
 /// Deletes expired answers, then each token's oldest beyond `max_per_owner`
-/// (`seqvend.purge_answers`: a vend statement's answers share one row, so the purge is in
-/// SQL); returns how many went.
+/// (`seqvend.purge_expired_answers_in_turn` and `seqvend.purge_crowded_answers_in_turn`: a
+/// vend statement's answers share one row, so the purge is in SQL); returns how many went.
+/// Each step commits on its own, so expired answers go even when the crowded step fails.
+/// While another instance's purge runs, a step leaves the work to it and counts nothing.
 pub async fn purge_answers(pool: &Registry, max_per_owner: i64) -> Result<u64, RegistryError> {
-    let purged = sqlx::query_scalar!(
-        r#"SELECT seqvend.purge_answers($1) AS "purged!""#,
+    let mut tx = pool.begin().await.map_err(RegistryError::from_db)?;
+    allow_the_purge_its_time(&mut tx).await?;
+    let expired = sqlx::query_scalar!("SELECT seqvend.purge_expired_answers_in_turn()")
+        .fetch_one(&mut tx)
+        .await
+        .map_err(RegistryError::from_db)?;
+    tx.commit().await.map_err(RegistryError::from_db)?;
+
+    let mut tx = pool.begin().await.map_err(RegistryError::from_db)?;
+    allow_the_purge_its_time(&mut tx).await?;
+    let crowded = sqlx::query_scalar!(
+        "SELECT seqvend.purge_crowded_answers_in_turn($1)",
         max_per_owner
     )
-    .fetch_one(pool)
+    .fetch_one(&mut tx)
     .await
     .map_err(RegistryError::from_db)?;
+    tx.commit().await.map_err(RegistryError::from_db)?;
+
+    let purged = expired.unwrap_or(0) + crowded.unwrap_or(0);
     Ok(u64::try_from(purged).unwrap_or(0))
+}
+
+/// `PURGE_TIMEOUT` for the rest of the transaction.
+async fn allow_the_purge_its_time(tx: &mut RegistryTx) -> Result<(), RegistryError> {
+    sqlx::query!(
+        "SELECT set_config('statement_timeout', $1, true)",
+        PURGE_TIMEOUT
+    )
+    .fetch_one(&mut *tx)
+    .await
+    .map_err(RegistryError::from_db)?;
+    Ok(())
 }

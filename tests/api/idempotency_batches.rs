@@ -3,6 +3,7 @@
 //! statement with one replayed, a statement that partly fails, the purge beside replays.
 
 use std::collections::HashSet;
+use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -412,37 +413,51 @@ async fn an_expired_key_stored_again_while_the_purge_ranks_keeps_its_new_answer(
     let db = TestDb::shared().await;
     let _migrated = spawn_app_on(&db, test_settings()).await;
     let client = db.connect().await;
-    // A lease's answer a day old, just expired, and two newer answers of the same token: with
-    // a bound of two, the old answer is the one beyond it.
+    // The purge's transaction begins first: its now() is the time it judges expiry by.
+    let purging = db.connect().await;
+    purging.batch_execute("BEGIN").await.unwrap();
+    let purge_now: String = purging
+        .query_one("SELECT now()::text", &[])
+        .await
+        .unwrap()
+        .get(0);
+    // A lease's answer a day old that expires just after that, and two newer answers of the
+    // same token: with a bound of two, the old answer is the one beyond it, live as the purge
+    // sees it, expired as the key's next request sees it.
     client
         .batch_execute(&format!(
             "INSERT INTO seqvend.idempotency_keys (owner, key, request, status, vals, created_at, expires_at)
              VALUES ('t', 'again', 'lease:p:count=5', 200, '{{1}}', now() - interval '1 day',
-                     now() - interval '1 second'); {}",
+                     '{purge_now}'::timestamptz + interval '1 microsecond'); {}",
             answer_row("1 second", &["t", "t"], &[Some("v1"), Some("v2")])
         ))
         .await
         .unwrap();
     // The key sent again stores its new answer in place, and has not committed yet.
     let storing = db.connect().await;
-    storing
-        .batch_execute(
-            "BEGIN; SELECT seqvend.store_answer('t', 'again', 'lease:p:count=2', 200::smallint,
-                                                '{7, 8}', NULL, NULL, NULL, interval '1 hour')",
+    storing.batch_execute("BEGIN").await.unwrap();
+    let stored_in_place: bool = storing
+        .query_one(
+            "SELECT seqvend.store_answer('t', 'again', 'lease:p:count=2', 200::smallint,
+                                         '{7, 8}', NULL, NULL, NULL, interval '1 hour')",
+            &[],
         )
         .await
-        .unwrap();
+        .unwrap()
+        .get(0);
+    assert!(
+        stored_in_place,
+        "the old answer had expired for the new request"
+    );
     // The purge ranks the old answer beyond the bound, and reaches the row being stored.
-    let purge = {
-        let purging = db.connect().await;
-        tokio::spawn(async move {
-            let row = purging
-                .query_one("SELECT seqvend.purge_crowded_answers(2)", &[])
-                .await
-                .unwrap();
-            row.get::<_, i64>(0)
-        })
-    };
+    let purge = tokio::spawn(async move {
+        let row = purging
+            .query_one("SELECT seqvend.purge_crowded_answers(2)", &[])
+            .await
+            .unwrap();
+        purging.batch_execute("COMMIT").await.unwrap();
+        row.get::<_, i64>(0)
+    });
     until_blocked(&client, 1, Blocked::On("transactionid"), "%purge_crowded%").await;
     storing.batch_execute("COMMIT").await.unwrap();
     assert_eq!(purge.await.unwrap(), 0, "the answer it ranked is gone");
@@ -458,7 +473,7 @@ async fn an_expired_key_stored_again_while_the_purge_ranks_keeps_its_new_answer(
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn one_purge_runs_at_a_time_across_instances() {
+async fn a_purge_leaves_the_work_to_another_instances_running_purge() {
     let db = TestDb::shared().await;
     let _migrated = spawn_app_on(&db, test_settings()).await;
     let client = db.connect().await;
@@ -477,20 +492,144 @@ async fn one_purge_runs_at_a_time_across_instances() {
         .await
         .unwrap();
     let pool = seqvend::db::Registry::from_pool(sqlx::PgPool::connect(&db.url).await.unwrap());
-    let purge = tokio::spawn(async move { seqvend::registry::purge_answers(&pool, 1).await });
-    until_blocked(&client, 1, Blocked::On("advisory"), "%purge_answers%").await;
+    let beside = tokio::time::timeout(
+        Duration::from_secs(20),
+        seqvend::registry::purge_answers(&pool, 1),
+    )
+    .await
+    .expect("a purge does not wait for the one running");
+    assert_eq!(beside.unwrap(), 0);
     assert_eq!(
         live_keys(&client).await,
         ["t:k1", "t:k2"],
-        "nothing purged yet"
+        "left to the running purge"
     );
     running.batch_execute("COMMIT").await.unwrap();
-    assert_eq!(
-        purge.await.unwrap().unwrap(),
-        1,
-        "it purges once the other is done"
-    );
+    assert_eq!(seqvend::registry::purge_answers(&pool, 1).await.unwrap(), 1);
     assert_eq!(live_keys(&client).await, ["t:k2"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_row_the_purge_empties_is_deleted_and_a_row_it_thins_is_kept() {
+    let db = TestDb::shared().await;
+    let _migrated = spawn_app_on(&db, test_settings()).await;
+    let client = db.connect().await;
+    // Oldest first. The first row's only live key goes (beside a slot blanked before), the
+    // second row loses both its keys, the third keeps another token's; the newest is kept.
+    let stored = [
+        answer_row("40 seconds", &["t", "t"], &[None, Some("t0")]),
+        answer_row("30 seconds", &["t", "t"], &[Some("t1"), Some("t2")]),
+        answer_row("20 seconds", &["t", "u"], &[Some("t3"), Some("u1")]),
+        answer_row("10 seconds", &["t", "t"], &[None, Some("t4")]),
+    ];
+    client.batch_execute(&stored.concat()).await.unwrap();
+    let pool = seqvend::db::Registry::from_pool(sqlx::PgPool::connect(&db.url).await.unwrap());
+    assert_eq!(seqvend::registry::purge_answers(&pool, 1).await.unwrap(), 4);
+    assert_eq!(live_keys(&client).await, ["t:t4", "u:u1"]);
+    assert_eq!(
+        batch_rows(&client).await,
+        2,
+        "the rows left with no live answer went"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_answer_expired_but_not_yet_deleted_does_not_count_as_a_tokens_newest() {
+    let db = TestDb::shared().await;
+    let _migrated = spawn_app_on(&db, test_settings()).await;
+    let client = db.connect().await;
+    client
+        .batch_execute(&format!(
+            "{} {} UPDATE seqvend.vend_answers SET expires_at = now() - interval '1 second'
+                    WHERE 'expired' = ANY (keys)",
+            answer_row("2 seconds", &["t"], &[Some("live")]),
+            answer_row("1 second", &["t"], &[Some("expired")]),
+        ))
+        .await
+        .unwrap();
+    // The crowded step alone, as it runs when an answer expired after the expired step.
+    let purged: i64 = client
+        .query_one("SELECT seqvend.purge_crowded_answers(1)", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(purged, 0, "t holds one live answer: within its bound");
+    assert_eq!(live_keys(&client).await, ["t:expired", "t:live"]);
+}
+
+/// A row of `t`'s answers (`t1`, `t2`), another token's expired answer, and a session
+/// holding `t`'s row as a slow writer would: a purge with a bound of one waits for that row.
+async fn a_purge_held_on_a_row(db: &TestDb) -> tokio_postgres::Client {
+    let holder = db.connect().await;
+    holder
+        .batch_execute(&format!(
+            "{} {} UPDATE seqvend.vend_answers SET expires_at = now() - interval '1 second'
+                    WHERE 'gone' = ANY (keys);",
+            answer_row("2 seconds", &["t", "t"], &[Some("t1"), Some("t2")]),
+            answer_row("1 second", &["calm"], &[Some("gone")]),
+        ))
+        .await
+        .unwrap();
+    // Its own query string: statements sent with BEGIN in one string join its transaction.
+    holder
+        .batch_execute(
+            "BEGIN; SELECT 1 FROM seqvend.vend_answers WHERE 't1' = ANY (keys) FOR UPDATE",
+        )
+        .await
+        .unwrap();
+    holder
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn expired_answers_go_even_while_the_crowded_purge_waits() {
+    let db = TestDb::shared().await;
+    let _migrated = spawn_app_on(&db, test_settings()).await;
+    let client = db.connect().await;
+    let holder = a_purge_held_on_a_row(&db).await;
+    let pool = seqvend::db::Registry::from_pool(sqlx::PgPool::connect(&db.url).await.unwrap());
+    let purge = tokio::spawn(async move { seqvend::registry::purge_answers(&pool, 1).await });
+    until_blocked(&client, 1, Blocked::On("transactionid"), "%purge_crowded%").await;
+    assert_eq!(
+        live_keys(&client).await,
+        ["t:t1", "t:t2"],
+        "the expired answer is gone already"
+    );
+    holder.batch_execute("COMMIT").await.unwrap();
+    assert_eq!(purge.await.unwrap().unwrap(), 1 + 1);
+    assert_eq!(live_keys(&client).await, ["t:t2"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_purge_may_run_past_the_registrys_statement_timeout() {
+    let db = TestDb::shared().await;
+    let _migrated = spawn_app_on(&db, test_settings()).await;
+    let client = db.connect().await;
+    let holder = a_purge_held_on_a_row(&db).await;
+    // The registry's sessions, with a statement timeout far shorter than the purge will take.
+    let options = sqlx::postgres::PgConnectOptions::from_str(&db.url)
+        .unwrap()
+        .options([("statement_timeout", "100")]);
+    let pool = seqvend::db::Registry::from_pool(sqlx::PgPool::connect_with(options).await.unwrap());
+    let purge = tokio::spawn(async move { seqvend::registry::purge_answers(&pool, 1).await });
+    let waited_past_it = "SELECT count(*) FROM pg_stat_activity
+                           WHERE query LIKE '%purge_crowded%' AND wait_event_type = 'Lock'
+                             AND clock_timestamp() - query_start > interval '500 ms'";
+    eventually(
+        Duration::from_secs(20),
+        "the purge waited 500 ms",
+        || async {
+            client
+                .query_one(waited_past_it, &[])
+                .await
+                .unwrap()
+                .get::<_, i64>(0)
+                == 1
+        },
+    )
+    .await;
+    holder.batch_execute("COMMIT").await.unwrap();
+    assert_eq!(purge.await.unwrap().unwrap(), 1 + 1);
+    assert_eq!(live_keys(&client).await, ["t:t2"]);
 }
 
 #[tokio::test(flavor = "multi_thread")]
