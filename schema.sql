@@ -1494,16 +1494,19 @@ DECLARE
     counts   integer[];
     known    record;
     drawn    record;
+    tried_one boolean := false;
     batch    seqvend.vend_answers := ROW(NULL, NULL, '{}', '{}', '{}', '{}', '{}', '{}');
 BEGIN
     -- 1. The locks: this transaction's first, so keys are always locked before any sequence.
     busy := seqvend.lock_keys(p_owners, p_keys);
     skipped := busy;
-    FOR known IN SELECT b FROM unnest(busy) AS b LOOP
-        requests := ARRAY[known.b];
-        outcome := 'key_in_flight';
-        RETURN NEXT;
-    END LOOP;
+    IF cardinality(busy) > 0 THEN
+        FOR known IN SELECT b FROM unnest(busy) AS b LOOP
+            requests := ARRAY[known.b];
+            outcome := 'key_in_flight';
+            RETURN NEXT;
+        END LOOP;
+    END IF;
 
     -- 2. The answers already stored, in one read. A new statement: it sees what committed
     --    while the locks were awaited.
@@ -1525,22 +1528,67 @@ BEGIN
         skipped := skipped || known.i;
         RETURN NEXT;
     END LOOP;
-    SELECT array_agg(i ORDER BY i), array_agg(p_names[i] ORDER BY i),
-           array_agg(p_counts[i] ORDER BY i)
-      INTO draw_map, names, counts
-      FROM generate_subscripts(p_names, 1) AS i
-     WHERE NOT (i = ANY (skipped));
-    IF draw_map IS NULL THEN
-        RETURN;
+    IF cardinality(skipped) = 0 THEN
+        names := p_names;  -- every request is drawn for: draw_map stays NULL (the identity)
+        counts := p_counts;
+    ELSE
+        SELECT array_agg(i ORDER BY i), array_agg(p_names[i] ORDER BY i),
+               array_agg(p_counts[i] ORDER BY i)
+          INTO draw_map, names, counts
+          FROM generate_subscripts(p_names, 1) AS i
+         WHERE NOT (i = ANY (skipped));
+        IF draw_map IS NULL THEN
+            RETURN;
+        END IF;
     END IF;
 
-    -- 3. The draw, as for any batch, and the keyed shares of what it drew, stored in one row.
+    -- 3. The common case: every request keyed and drawn for, on one sequence. Drawn as vend()
+    --    draws it (vend_one_sequence), its answers stored in one statement.
     detail := NULL;
+    IF draw_map IS NULL AND p_names[1] = ALL (p_names) AND array_position(p_keys, NULL) IS NULL
+    THEN
+        tried_one := true;
+        vals := seqvend.vend_one_sequence(p_names[1], p_counts);
+        IF vals IS NOT NULL THEN
+            requests := ARRAY(SELECT generate_series(1, cardinality(p_names)));
+            IF cardinality(vals) = 0 THEN
+                outcome := 'unavailable';
+                vals := NULL;
+                detail := 'a lock it needs was not granted within lock_timeout: another session '
+                          'holds its PostgreSQL sequence (an open ALTER SEQUENCE?), its '
+                          'range''s registry row or its range''s mark (seqvend.range_marks)';
+                RETURN NEXT;
+                RETURN;
+            END IF;
+            -- vend_one_sequence draws every value asked for or none: request i's share ends
+            -- at the running total of the counts.
+            INSERT INTO seqvend.vend_answers (expires_at, owners, keys, requests, firsts, lasts, vals)
+            SELECT now() + p_ttl, p_owners, p_keys, p_requests,
+                   array_agg(s.last - s.count + 1 ORDER BY s.i), array_agg(s.last ORDER BY s.i),
+                   vals
+              FROM (SELECT u.i, u.count, (sum(u.count) OVER (ORDER BY u.i))::integer AS last
+                      FROM unnest(p_counts) WITH ORDINALITY AS u(count, i)) AS s;
+            outcome := 'ok';
+            RETURN NEXT;
+            RETURN;
+        END IF;
+    END IF;
+
+    -- 4. Any other batch, as vend() draws it, and the keyed shares of what it drew, stored in
+    --    one row. When the common case was tried and answered NULL (nothing handed out), the
+    --    general statement runs, as vend() would run it next: not vend_one_sequence again.
     FOR drawn IN
-        SELECT * FROM seqvend.vend(names, counts)
+        SELECT * FROM seqvend.vend_batch(names, counts) WHERE tried_one
+        UNION ALL
+        SELECT * FROM seqvend.vend(names, counts) WHERE NOT tried_one
     LOOP
-        requests := ARRAY(SELECT draw_map[r] FROM unnest(drawn.requests) WITH ORDINALITY AS u(r, n)
-                           ORDER BY n);
+        IF draw_map IS NULL THEN
+            requests := drawn.requests;
+        ELSE
+            requests := ARRAY(SELECT draw_map[r]
+                                FROM unnest(drawn.requests) WITH ORDINALITY AS u(r, n)
+                               ORDER BY n);
+        END IF;
         outcome := drawn.outcome;
         vals := drawn.vals;
         detail := drawn.detail;

@@ -196,6 +196,133 @@ async fn one_statement_stores_its_keyed_answers_in_one_row_and_replays_each_alon
     );
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn a_keyed_statement_on_one_sequence_stores_each_requests_slice() {
+    let db = TestDb::shared().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    app.create_ok("one", 1, 1000).await;
+    // Drawn from once: a sequence never drawn from takes the general statement.
+    assert_eq!(app.next_value("one").await, 1);
+    let client = db.connect().await;
+    let rows = vend_keyed(
+        &client,
+        &[
+            ("one", 2, Some(("t", "k1")), "next:one:count=2"),
+            ("one", 1, Some(("t", "k2")), "next:one:one"),
+            ("one", 3, Some(("u", "k3")), "next:one:count=3"),
+        ],
+    )
+    .await;
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0].0, [1, 2, 3]);
+    assert_eq!(rows[0].1, "ok");
+    assert_eq!(rows[0].2.as_deref(), Some(&[2, 3, 4, 5, 6, 7][..]));
+    assert_eq!(
+        answers(&client).await,
+        [
+            ("t".into(), "k1".into(), vec![2, 3]),
+            ("t".into(), "k2".into(), vec![4]),
+            ("u".into(), "k3".into(), vec![5, 6, 7]),
+        ]
+    );
+    let replays = vend_keyed(
+        &client,
+        &[
+            ("one", 3, Some(("u", "k3")), "next:one:count=3"),
+            ("one", 1, Some(("t", "k2")), "next:one:one"),
+        ],
+    )
+    .await;
+    let replayed: Vec<_> = replays
+        .iter()
+        .map(|r| (r.1.as_str(), r.2.clone()))
+        .collect();
+    assert_eq!(
+        replayed,
+        [
+            ("replayed", Some(vec![5, 6, 7])),
+            ("replayed", Some(vec![4]))
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_keyed_statement_on_one_sequence_beyond_its_remaining_values_stores_what_it_got() {
+    let db = TestDb::shared().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    app.create_ok("short", 1, 4).await;
+    // Drawn from once: a sequence never drawn from takes the general statement.
+    assert_eq!(app.next_value("short").await, 1);
+    let client = db.connect().await;
+    let rows = vend_keyed(
+        &client,
+        &[
+            ("short", 2, Some(("t", "k1")), "next:short:count=2"),
+            ("short", 2, Some(("t", "k2")), "next:short:count=2"),
+            ("short", 1, Some(("t", "k3")), "next:short:one"),
+        ],
+    )
+    .await;
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0].0, [1, 2, 3]);
+    assert_eq!(rows[0].1, "ok");
+    assert_eq!(rows[0].2.as_deref(), Some(&[2, 3, 4][..]));
+    let stored: Vec<(String, Option<Vec<i64>>, i16)> = client
+        .query(
+            "SELECT key, vals, status FROM seqvend.idempotent_answers ORDER BY key",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect();
+    assert_eq!(
+        stored,
+        [
+            ("k1".into(), Some(vec![2, 3]), 200),
+            ("k2".into(), Some(vec![4]), 200),
+            ("k3".into(), Some(vec![]), 409),
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_keyed_statement_on_one_sequence_refused_its_range_lock_stores_nothing() {
+    let db = TestDb::shared().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    app.create_ok("held", 1, 1000).await;
+    let blocker = db.connect().await;
+    blocker.batch_execute(RANGE_LOCK).await.unwrap();
+    let client = db.connect().await;
+    client
+        .batch_execute("SET seqvend.lock_timeout = '100'")
+        .await
+        .unwrap();
+    let rows = vend_keyed(
+        &client,
+        &[
+            ("held", 1, Some(("t", "k1")), "next:held:one"),
+            ("held", 2, Some(("t", "k2")), "next:held:count=2"),
+        ],
+    )
+    .await;
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0].0, [1, 2]);
+    assert_eq!(rows[0].1, "unavailable");
+    assert_eq!(rows[0].2, None);
+    assert!(
+        rows[0].3.as_deref().unwrap_or("").contains("lock_timeout"),
+        "{rows:?}"
+    );
+    assert_eq!(answers(&client).await, []);
+    blocker
+        .batch_execute("SELECT pg_advisory_unlock_all()")
+        .await
+        .unwrap();
+    assert_eq!(app.next_value("held").await, 1, "nothing was drawn");
+}
+
 /// Every stored answer: (owner, key, values), in owner and key order.
 async fn answers(client: &tokio_postgres::Client) -> Vec<(String, String, Vec<i64>)> {
     client
