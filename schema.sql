@@ -862,9 +862,10 @@ CREATE FUNCTION seqvend.purge_expired_answers() RETURNS bigint
     LANGUAGE sql
     AS $$
     WITH legacy AS (
-        DELETE FROM seqvend.idempotency_keys WHERE expires_at <= now() RETURNING 1
+        DELETE FROM seqvend.idempotency_keys WHERE expires_at <= now() - interval '1 minute'
+        RETURNING 1
     ), batched AS (
-        DELETE FROM seqvend.vend_answers WHERE expires_at <= now()
+        DELETE FROM seqvend.vend_answers WHERE expires_at <= now() - interval '1 minute'
         RETURNING cardinality(array_remove(keys, NULL)) AS live
     )
     SELECT (SELECT count(*) FROM legacy) + (SELECT coalesce(sum(live), 0) FROM batched)::bigint

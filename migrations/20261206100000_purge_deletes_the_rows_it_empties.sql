@@ -21,7 +21,10 @@
 --   3. answers that expired since the first transaction are not counted as a token's newest
 --      (a retry no longer finds them), so they cannot push live answers beyond the bound; the
 --      next purge deletes them;
---   4. each of those takes the purges' lock (SVPU, 1398165589, 0) without waiting: when
+--   4. an answer is deleted a minute after it expires, not at once: a retry judges expiry by
+--      its own transaction's start, and one begun just before its answer expired must still
+--      find it when it reads it, after a purge begun later;
+--   5. each of those takes the purges' lock (SVPU, 1398165589, 0) without waiting: when
 --      another instance's purge holds it, that purge does the work, and this one answers NULL
 --      at once rather than holding a connection while it waits.
 -- seqvend also gives the purge a statement timeout of its own, longer than a request's
@@ -127,4 +130,19 @@ BEGIN
     END IF;
     RETURN seqvend.purge_crowded_answers(p_max);
 END
+$$;
+
+-- As in 20261126100300, a minute late (item 4 above).
+CREATE OR REPLACE FUNCTION seqvend.purge_expired_answers()
+    RETURNS bigint
+    LANGUAGE sql
+AS $$
+    WITH legacy AS (
+        DELETE FROM seqvend.idempotency_keys WHERE expires_at <= now() - interval '1 minute'
+        RETURNING 1
+    ), batched AS (
+        DELETE FROM seqvend.vend_answers WHERE expires_at <= now() - interval '1 minute'
+        RETURNING cardinality(array_remove(keys, NULL)) AS live
+    )
+    SELECT (SELECT count(*) FROM legacy) + (SELECT coalesce(sum(live), 0) FROM batched)::bigint
 $$;

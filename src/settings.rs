@@ -396,7 +396,7 @@ fn vend_settings(
     database: &DatabaseSettings,
 ) -> anyhow::Result<VendSettings> {
     let vend = VendSettings::default();
-    Ok(VendSettings {
+    let settings = VendSettings {
         coalesce: parse_bool(get("SEQVEND_COALESCE"), vend.coalesce)?,
         batch_max_requests: parse(get("SEQVEND_BATCH_MAX"), vend.batch_max_requests)?,
         batch_max_values: parse(get("SEQVEND_BATCH_MAX_VALUES"), vend.batch_max_values)?,
@@ -411,7 +411,16 @@ fn vend_settings(
             get("SEQVEND_IDEMPOTENCY_KEYS_PER_TOKEN"),
             vend.keys_per_token,
         )?,
-    })
+    };
+    // Below these, every stored answer would be purged or expire at once: every retry would
+    // draw new values.
+    if settings.keys_per_token < 1 {
+        bail!("SEQVEND_IDEMPOTENCY_KEYS_PER_TOKEN must be at least 1");
+    }
+    if settings.key_ttl.is_zero() {
+        bail!("SEQVEND_IDEMPOTENCY_TTL_S must be at least 1");
+    }
+    Ok(settings)
 }
 
 fn watch_settings(get: &impl Fn(&'static str) -> Var) -> anyhow::Result<WatchSettings> {
@@ -628,5 +637,11 @@ mod tests {
         let tcp = ("SEQVEND_DB_TCP_TIMEOUT_MS", "500");
         assert!(settings(&[("SEQVEND_ADMIN_TOKENS", "a"), tcp]).is_err());
         assert!(settings(&[("SEQVEND_ADMIN_TOKENS", "a"), ("SEQVEND_LISTEN", "nowhere")]).is_err());
+        for keys in ["0", "-5"] {
+            let bound = ("SEQVEND_IDEMPOTENCY_KEYS_PER_TOKEN", keys);
+            assert!(settings(&[("SEQVEND_ADMIN_TOKENS", "a"), bound]).is_err());
+        }
+        let ttl = ("SEQVEND_IDEMPOTENCY_TTL_S", "0");
+        assert!(settings(&[("SEQVEND_ADMIN_TOKENS", "a"), ttl]).is_err());
     }
 }

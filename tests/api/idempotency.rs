@@ -280,7 +280,7 @@ async fn keys_expire_and_are_purged_with_a_bound_per_token() {
                     now() + interval '1 hour'
                FROM generate_series(1, 5) n;
              INSERT INTO seqvend.idempotency_keys (owner, key, request, status, vals, expires_at)
-             VALUES ('old', 'gone', 'next:x:one', 200, '{1}', now() - interval '1 second')",
+             VALUES ('old', 'gone', 'next:x:one', 200, '{1}', now() - interval '2 minutes')",
         )
         .await
         .unwrap();

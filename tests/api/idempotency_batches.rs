@@ -409,7 +409,7 @@ async fn the_purge_keeps_every_answer_within_its_retention_and_its_bound() {
     vend_keyed(&client, &[ask("calm", "gone")]).await;
     client
         .batch_execute(
-            "UPDATE seqvend.vend_answers SET expires_at = now() - interval '1 second'
+            "UPDATE seqvend.vend_answers SET expires_at = now() - interval '2 minutes'
               WHERE 'gone' = ANY (keys)",
         )
         .await
@@ -600,6 +600,45 @@ async fn an_expired_key_stored_again_while_the_purge_ranks_keeps_its_new_answer(
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_retry_begun_before_its_answer_expired_replays_it_though_a_purge_ran_since() {
+    let db = TestDb::shared().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    app.create_ok("p", 1, 1000).await;
+    let client = db.connect().await;
+    let ask = [("p", 1, Some(("t", "edge")), "next:p:one")];
+    let first = vend_keyed(&client, &ask).await;
+    assert_eq!(first[0].2.as_deref(), Some(&[1][..]));
+    // The retry's transaction begins; its answer expires just after.
+    let retrying = db.connect().await;
+    retrying.batch_execute("BEGIN").await.unwrap();
+    let begun: String = retrying
+        .query_one("SELECT now()::text", &[])
+        .await
+        .unwrap()
+        .get(0);
+    client
+        .batch_execute(&format!(
+            "UPDATE seqvend.vend_answers
+                SET expires_at = '{begun}'::timestamptz + interval '1 microsecond'
+              WHERE 'edge' = ANY (keys)"
+        ))
+        .await
+        .unwrap();
+    // A purge, begun after the answer expired, then the retry's read.
+    let pool = seqvend::db::Registry::from_pool(sqlx::PgPool::connect(&db.url).await.unwrap());
+    assert_eq!(
+        seqvend::registry::purge_answers(&pool, 1_000_000)
+            .await
+            .unwrap(),
+        0
+    );
+    let retry = vend_keyed(&retrying, &ask).await;
+    retrying.batch_execute("COMMIT").await.unwrap();
+    assert_eq!(retry[0].1, "replayed", "{retry:?}");
+    assert_eq!(retry[0].2.as_deref(), Some(&[1][..]));
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_purge_leaves_the_work_to_another_instances_running_purge() {
     let db = TestDb::shared().await;
     let _migrated = spawn_app_on(&db, test_settings()).await;
@@ -684,13 +723,14 @@ async fn an_answer_expired_but_not_yet_deleted_does_not_count_as_a_tokens_newest
     assert_eq!(live_keys(&client).await, ["t:expired", "t:live"]);
 }
 
-/// A row of `t`'s answers (`t1`, `t2`), another token's expired answer, and a session
-/// holding `t`'s row as a slow writer would: a purge with a bound of one waits for that row.
-async fn a_purge_held_on_a_row(db: &TestDb) -> tokio_postgres::Client {
+/// A row of `t`'s answers (`t1`, `t2`), another token's expired answer (`gone`), and a
+/// session holding the row of `held` as a slow writer would: a purge with a bound of one
+/// waits for that row.
+async fn a_purge_held_on_a_row(db: &TestDb, held: &str) -> tokio_postgres::Client {
     let holder = db.connect().await;
     holder
         .batch_execute(&format!(
-            "{} {} UPDATE seqvend.vend_answers SET expires_at = now() - interval '1 second'
+            "{} {} UPDATE seqvend.vend_answers SET expires_at = now() - interval '2 minutes'
                     WHERE 'gone' = ANY (keys);",
             answer_row("2 seconds", &["t", "t"], &[Some("t1"), Some("t2")]),
             answer_row("1 second", &["calm"], &[Some("gone")]),
@@ -699,9 +739,9 @@ async fn a_purge_held_on_a_row(db: &TestDb) -> tokio_postgres::Client {
         .unwrap();
     // Its own query string: statements sent with BEGIN in one string join its transaction.
     holder
-        .batch_execute(
-            "BEGIN; SELECT 1 FROM seqvend.vend_answers WHERE 't1' = ANY (keys) FOR UPDATE",
-        )
+        .batch_execute(&format!(
+            "BEGIN; SELECT 1 FROM seqvend.vend_answers WHERE '{held}' = ANY (keys) FOR UPDATE"
+        ))
         .await
         .unwrap();
     holder
@@ -712,7 +752,7 @@ async fn expired_answers_go_even_while_the_crowded_purge_waits() {
     let db = TestDb::shared().await;
     let _migrated = spawn_app_on(&db, test_settings()).await;
     let client = db.connect().await;
-    let holder = a_purge_held_on_a_row(&db).await;
+    let holder = a_purge_held_on_a_row(&db, "t1").await;
     let pool = seqvend::db::Registry::from_pool(sqlx::PgPool::connect(&db.url).await.unwrap());
     let purge = tokio::spawn(async move { seqvend::registry::purge_answers(&pool, 1).await });
     until_blocked(&client, 1, Blocked::On("transactionid"), "%purge_crowded%").await;
@@ -727,11 +767,31 @@ async fn expired_answers_go_even_while_the_crowded_purge_waits() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn the_crowded_purge_runs_even_when_the_expired_step_fails() {
+    let db = TestDb::shared().await;
+    let _migrated = spawn_app_on(&db, test_settings()).await;
+    let client = db.connect().await;
+    let _holder = a_purge_held_on_a_row(&db, "gone").await;
+    // Sessions that wait 100 ms for a lock: the expired step fails on the held row.
+    let options = sqlx::postgres::PgConnectOptions::from_str(&db.url)
+        .unwrap()
+        .options([("lock_timeout", "100")]);
+    let pool = seqvend::db::Registry::from_pool(sqlx::PgPool::connect_with(options).await.unwrap());
+    let purged = seqvend::registry::purge_answers(&pool, 1).await;
+    assert!(purged.is_err(), "{purged:?}");
+    assert_eq!(
+        live_keys(&client).await,
+        ["calm:gone", "t:t2"],
+        "t's oldest went all the same"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_purge_may_run_past_the_registrys_statement_timeout() {
     let db = TestDb::shared().await;
     let _migrated = spawn_app_on(&db, test_settings()).await;
     let client = db.connect().await;
-    let holder = a_purge_held_on_a_row(&db).await;
+    let holder = a_purge_held_on_a_row(&db, "t1").await;
     // The registry's sessions, with a statement timeout far shorter than the purge will take.
     let options = sqlx::postgres::PgConnectOptions::from_str(&db.url)
         .unwrap()
