@@ -414,7 +414,7 @@ async fn the_purge_keeps_every_answer_within_its_retention_and_its_bound() {
         )
         .await
         .unwrap();
-    let pool = seqvend::db::Registry::from_pool(sqlx::PgPool::connect(&db.url).await.unwrap());
+    let pool = registry_pool(&db).await;
     let purged = seqvend::registry::purge_answers(&pool, 1).await.unwrap();
     assert_eq!(purged, 1 + 2, "the expired one, and crowded's two oldest");
     let left: Vec<(String, String)> = answers(&client)
@@ -429,6 +429,20 @@ async fn the_purge_keeps_every_answer_within_its_retention_and_its_bound() {
     let rows = vend_keyed(&client, &[ask("calm", "m1")]).await;
     assert_eq!(rows[0].1, "replayed");
     assert_eq!(rows[0].2.as_deref(), Some(&[2][..]));
+}
+
+/// A database of its own, migrated by an instance kept for the test's length, and a plain
+/// session on it.
+async fn migrated_db() -> (TestDb, TestApp, tokio_postgres::Client) {
+    let db = TestDb::shared().await;
+    let migrated = spawn_app_on(&db, test_settings()).await;
+    let client = db.connect().await;
+    (db, migrated, client)
+}
+
+/// A registry pool straight to `db`, without seqvend's session settings, for the purge.
+async fn registry_pool(db: &TestDb) -> seqvend::db::Registry {
+    seqvend::db::Registry::from_pool(sqlx::PgPool::connect(&db.url).await.unwrap())
 }
 
 /// A batch row of keyed answers stored `ago` before now: token `owners[p]` sent `keys[p]`
@@ -461,10 +475,8 @@ async fn live_keys(client: &tokio_postgres::Client) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_purge_keeps_each_tokens_newest_across_shared_rows_and_both_stores() {
-    let db = TestDb::shared().await;
-    let _migrated = spawn_app_on(&db, test_settings()).await;
-    let client = db.connect().await;
-    let pool = seqvend::db::Registry::from_pool(sqlx::PgPool::connect(&db.url).await.unwrap());
+    let (db, _migrated, client) = migrated_db().await;
+    let pool = registry_pool(&db).await;
     // Oldest first: a row three tokens share, a lease's answer (its own row), a row with a
     // slot an earlier purge blanked, the newest row. Within a row, later positions are newer.
     let a_lease = "INSERT INTO seqvend.idempotency_keys
@@ -516,10 +528,8 @@ async fn the_purge_keeps_each_tokens_newest_across_shared_rows_and_both_stores()
 
 #[tokio::test(flavor = "multi_thread")]
 async fn rows_stored_in_the_same_microsecond_are_ranked_by_their_id_wherever_they_lie() {
-    let db = TestDb::shared().await;
-    let _migrated = spawn_app_on(&db, test_settings()).await;
-    let client = db.connect().await;
-    let pool = seqvend::db::Registry::from_pool(sqlx::PgPool::connect(&db.url).await.unwrap());
+    let (db, _migrated, client) = migrated_db().await;
+    let pool = registry_pool(&db).await;
     // Two statements that started in the same microsecond, the later one (the higher id)
     // first on disk. Every purge must rank them alike, or two purges could each keep a
     // different one; where they lie changes whenever a purge rewrites a row.
@@ -537,9 +547,7 @@ async fn rows_stored_in_the_same_microsecond_are_ranked_by_their_id_wherever_the
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_expired_key_stored_again_while_the_purge_ranks_keeps_its_new_answer() {
-    let db = TestDb::shared().await;
-    let _migrated = spawn_app_on(&db, test_settings()).await;
-    let client = db.connect().await;
+    let (db, _migrated, client) = migrated_db().await;
     // The purge's transaction begins first: its now() is the time it judges expiry by.
     let purging = db.connect().await;
     purging.batch_execute("BEGIN").await.unwrap();
@@ -625,7 +633,7 @@ async fn a_retry_begun_before_its_answer_expired_replays_it_though_a_purge_ran_s
         .await
         .unwrap();
     // A purge, begun after the answer expired, then the retry's read.
-    let pool = seqvend::db::Registry::from_pool(sqlx::PgPool::connect(&db.url).await.unwrap());
+    let pool = registry_pool(&db).await;
     assert_eq!(
         seqvend::registry::purge_answers(&pool, 1_000_000)
             .await
@@ -640,9 +648,7 @@ async fn a_retry_begun_before_its_answer_expired_replays_it_though_a_purge_ran_s
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_purge_leaves_the_work_to_another_instances_running_purge() {
-    let db = TestDb::shared().await;
-    let _migrated = spawn_app_on(&db, test_settings()).await;
-    let client = db.connect().await;
+    let (db, _migrated, client) = migrated_db().await;
     client
         .batch_execute(&answer_row(
             "1 second",
@@ -657,7 +663,7 @@ async fn a_purge_leaves_the_work_to_another_instances_running_purge() {
         .batch_execute("BEGIN; SELECT pg_advisory_xact_lock(1398165589, 0)")
         .await
         .unwrap();
-    let pool = seqvend::db::Registry::from_pool(sqlx::PgPool::connect(&db.url).await.unwrap());
+    let pool = registry_pool(&db).await;
     let beside = tokio::time::timeout(
         Duration::from_secs(20),
         seqvend::registry::purge_answers(&pool, 1),
@@ -677,9 +683,7 @@ async fn a_purge_leaves_the_work_to_another_instances_running_purge() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_row_the_purge_empties_is_deleted_and_a_row_it_thins_is_kept() {
-    let db = TestDb::shared().await;
-    let _migrated = spawn_app_on(&db, test_settings()).await;
-    let client = db.connect().await;
+    let (db, _migrated, client) = migrated_db().await;
     // Oldest first. The first row's only live key goes (beside a slot blanked before), the
     // second row loses both its keys, the third keeps another token's; the newest is kept.
     let stored = [
@@ -689,7 +693,7 @@ async fn a_row_the_purge_empties_is_deleted_and_a_row_it_thins_is_kept() {
         answer_row("10 seconds", &["t", "t"], &[None, Some("t4")]),
     ];
     client.batch_execute(&stored.concat()).await.unwrap();
-    let pool = seqvend::db::Registry::from_pool(sqlx::PgPool::connect(&db.url).await.unwrap());
+    let pool = registry_pool(&db).await;
     assert_eq!(seqvend::registry::purge_answers(&pool, 1).await.unwrap(), 4);
     assert_eq!(live_keys(&client).await, ["t:t4", "u:u1"]);
     assert_eq!(
@@ -701,9 +705,7 @@ async fn a_row_the_purge_empties_is_deleted_and_a_row_it_thins_is_kept() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_answer_expired_but_not_yet_deleted_does_not_count_as_a_tokens_newest() {
-    let db = TestDb::shared().await;
-    let _migrated = spawn_app_on(&db, test_settings()).await;
-    let client = db.connect().await;
+    let (_db, _migrated, client) = migrated_db().await;
     client
         .batch_execute(&format!(
             "{} {} UPDATE seqvend.vend_answers SET expires_at = now() - interval '1 second'
@@ -749,11 +751,9 @@ async fn a_purge_held_on_a_row(db: &TestDb, held: &str) -> tokio_postgres::Clien
 
 #[tokio::test(flavor = "multi_thread")]
 async fn expired_answers_go_even_while_the_crowded_purge_waits() {
-    let db = TestDb::shared().await;
-    let _migrated = spawn_app_on(&db, test_settings()).await;
-    let client = db.connect().await;
+    let (db, _migrated, client) = migrated_db().await;
     let holder = a_purge_held_on_a_row(&db, "t1").await;
-    let pool = seqvend::db::Registry::from_pool(sqlx::PgPool::connect(&db.url).await.unwrap());
+    let pool = registry_pool(&db).await;
     let purge = tokio::spawn(async move { seqvend::registry::purge_answers(&pool, 1).await });
     until_blocked(&client, 1, Blocked::On("transactionid"), "%purge_crowded%").await;
     assert_eq!(
@@ -768,9 +768,7 @@ async fn expired_answers_go_even_while_the_crowded_purge_waits() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_crowded_purge_runs_even_when_the_expired_step_fails() {
-    let db = TestDb::shared().await;
-    let _migrated = spawn_app_on(&db, test_settings()).await;
-    let client = db.connect().await;
+    let (db, _migrated, client) = migrated_db().await;
     let _holder = a_purge_held_on_a_row(&db, "gone").await;
     // Sessions that wait 100 ms for a lock: the expired step fails on the held row.
     let options = sqlx::postgres::PgConnectOptions::from_str(&db.url)
@@ -788,9 +786,7 @@ async fn the_crowded_purge_runs_even_when_the_expired_step_fails() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_purge_may_run_past_the_registrys_statement_timeout() {
-    let db = TestDb::shared().await;
-    let _migrated = spawn_app_on(&db, test_settings()).await;
-    let client = db.connect().await;
+    let (db, _migrated, client) = migrated_db().await;
     let holder = a_purge_held_on_a_row(&db, "t1").await;
     // The registry's sessions, with a statement timeout far shorter than the purge will take.
     let options = sqlx::postgres::PgConnectOptions::from_str(&db.url)
