@@ -16,11 +16,11 @@
 --      by key). Only rows that keep some answer, another token's or the boundary's, are
 --      rewritten as before;
 --   2. expired answers and crowded ones are purged in two transactions (seqvend calls the two
---      functions below one after the other), so the expired ones go even when the crowded
---      purge fails;
---   3. answers that expired since the first transaction are not counted as a token's newest
---      (a retry no longer finds them), so they cannot push live answers beyond the bound; the
---      next purge deletes them;
+--      functions below one after the other, each whether or not the other failed), so the
+--      expired ones go even when the crowded purge fails;
+--   3. an answer that has expired but is not deleted yet (see 4) is not counted as one of a
+--      token's newest (a retry no longer finds it), so it cannot push live answers beyond the
+--      bound;
 --   4. an answer is deleted a minute after it expires, not at once: a retry judges expiry by
 --      its own transaction's start, and one begun just before its answer expired must still
 --      find it when it reads it, after a purge begun later;
