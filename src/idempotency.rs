@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::db::Registry;
+use crate::metrics::Metrics;
 
 /// Longest key accepted, in characters.
 pub const MAX_KEY_LEN: usize = 255;
@@ -74,20 +75,51 @@ impl Drop for Claim {
 const PURGE_EVERY: Duration = Duration::from_secs(60);
 
 /// Purges expired answers, and the oldest of a token's beyond `keys_per_token`, every minute.
-pub fn spawn_purge(pool: Registry, keys_per_token: i64) -> tokio::task::JoinHandle<()> {
+pub fn spawn_purge(
+    pool: Registry,
+    keys_per_token: i64,
+    metrics: Arc<Metrics>,
+) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(PURGE_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;
-            match crate::registry::purge_answers(&pool, keys_per_token).await {
-                Ok(0) => {}
-                Ok(purged) => tracing::debug!(purged, "purged idempotency keys"),
-                // Seen by operators: a purge that keeps failing lets stored answers grow.
-                Err(err) => tracing::warn!(error = %err, "could not purge idempotency keys"),
-            }
+            purge_once(&pool, keys_per_token, &metrics).await;
         }
     })
+}
+
+/// One purge: each step's result counted in `metrics` (`seqvend_idempotency_purges_total`,
+/// which the alert on a purge that keeps failing watches) and a failure logged.
+pub async fn purge_once(pool: &Registry, keys_per_token: i64, metrics: &Metrics) {
+    for (step, outcome) in crate::registry::purge_steps(pool, keys_per_token).await {
+        let result = match &outcome {
+            Ok(Some(_)) => "ok",
+            Ok(None) => "left_to_another",
+            Err(_) => "failed",
+        };
+        metrics
+            .idempotency_purges
+            .with_label_values(&[step.label(), result])
+            .inc();
+        match outcome {
+            Ok(Some(purged)) if purged > 0 => {
+                metrics
+                    .idempotency_answers_purged
+                    .with_label_values(&[step.label()])
+                    .inc_by(purged);
+                tracing::debug!(step = step.label(), purged, "purged idempotency answers");
+            }
+            Ok(_) => {}
+            // Seen by operators: a purge that keeps failing lets stored answers grow.
+            Err(err) => tracing::warn!(
+                step = step.label(),
+                error = %err,
+                "could not purge idempotency answers"
+            ),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -154,6 +154,19 @@ metric_families! {
                    cache) or client (POST /sequences/{name}/leases).",
             labels: ["kind"],
         },
+        pub idempotency_purges: IntCounterVec {
+            name: "seqvend_idempotency_purges_total",
+            help: "Purges of stored idempotency answers run by this instance, by step (expired: \
+                   answers past their time to live; crowded: each token's oldest beyond \
+                   SEQVEND_IDEMPOTENCY_KEYS_PER_TOKEN) and result (ok; failed, logged at warn; \
+                   left_to_another: another instance's purge was running).",
+            labels: ["step", "result"],
+        },
+        pub idempotency_answers_purged: IntCounterVec {
+            name: "seqvend_idempotency_answers_purged_total",
+            help: "Stored idempotency answers removed by this instance's purges, by step.",
+            labels: ["step"],
+        },
         pub cache_hits: IntCounter {
             name: "seqvend_cache_hits_total",
             help: "Vend requests of cached sequences answered from the instance cache at once.",

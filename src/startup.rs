@@ -224,7 +224,11 @@ fn spawn_tasks(
         catalog.clone(),
         token_changes,
     );
-    let purge = idempotency::spawn_purge(registry.clone(), settings.vend.keys_per_token);
+    let purge = idempotency::spawn_purge(
+        registry.clone(),
+        settings.vend.keys_per_token,
+        metrics.clone(),
+    );
     let sampler = usage::spawn(registry.clone(), metrics.clone(), settings.watch.clone());
     vec![keeper, notifications, sampler, pinger, purge]
 }

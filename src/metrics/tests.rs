@@ -32,6 +32,12 @@ fn touch_every_family(metrics: &Metrics) {
     m.vend_batch_requests.observe(1.0);
     m.vend_statement_seconds.observe(0.1);
     m.vend_rejected.inc();
+    m.idempotency_purges
+        .with_label_values(&["step", "result"])
+        .inc();
+    m.idempotency_answers_purged
+        .with_label_values(&["step"])
+        .inc();
     m.sequence_repairs.with_label_values(&["sequence"]).inc();
     m.sequence_failures.with_label_values(&["sequence"]).inc();
     m.vend_queue_depth.set(1);

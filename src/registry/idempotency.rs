@@ -9,25 +9,51 @@ use super::RegistryError;
 /// never purge anything. Shorter than the minute between purges.
 const PURGE_TIMEOUT: &str = "45s";
 
+/// Deletes expired answers, then each token's oldest beyond `max_per_owner`; returns how many
+/// went, or the first step's failure. See `purge_steps`.
+pub async fn purge_answers(pool: &Registry, max_per_owner: i64) -> Result<u64, RegistryError> {
+    let mut purged = 0;
+    for (_, outcome) in purge_steps(pool, max_per_owner).await {
+        purged += outcome?.unwrap_or(0);
+    }
+    Ok(purged)
+}
+
+/// A step of the purge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PurgeStep {
+    /// Answers past their time to live.
+    Expired,
+    /// Each token's oldest answers beyond its bound.
+    Crowded,
+}
+
+impl PurgeStep {
+    /// Its name in metrics and logs.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Expired => "expired",
+            Self::Crowded => "crowded",
+        }
+    }
+}
+
+/// What a step did: how many answers it purged, or `None` when another instance's purge was
+/// running and the step left the work to it.
+pub type StepOutcome = Result<Option<u64>, RegistryError>;
+
 /// Deletes expired answers, then each token's oldest beyond `max_per_owner`
 /// (`seqvend.purge_expired_answers_in_turn` and `seqvend.purge_crowded_answers_in_turn`: a
-/// vend statement's answers share one row, so the purge is in SQL); returns how many went.
-/// Each step commits on its own and is tried whether or not the other failed (the first
-/// failure is returned). While another instance's purge runs, a step leaves the work to it
-/// and counts nothing.
-pub async fn purge_answers(pool: &Registry, max_per_owner: i64) -> Result<u64, RegistryError> {
-    let expired = purge_step(pool, Step::Expired).await;
-    let crowded = purge_step(pool, Step::Crowded(max_per_owner)).await;
-    Ok(expired? + crowded?)
+/// vend statement's answers share one row, so the purge is in SQL). Each step commits on its
+/// own and is tried whether or not the other failed.
+pub async fn purge_steps(pool: &Registry, max_per_owner: i64) -> [(PurgeStep, StepOutcome); 2] {
+    let expired = purge_step(pool, PurgeStep::Expired, max_per_owner).await;
+    let crowded = purge_step(pool, PurgeStep::Crowded, max_per_owner).await;
+    [(PurgeStep::Expired, expired), (PurgeStep::Crowded, crowded)]
 }
 
-enum Step {
-    Expired,
-    Crowded(i64),
-}
-
-/// One step of the purge, in a transaction of its own: how many answers it purged.
-async fn purge_step(pool: &Registry, step: Step) -> Result<u64, RegistryError> {
+/// One step of the purge, in a transaction of its own.
+async fn purge_step(pool: &Registry, step: PurgeStep, max_per_owner: i64) -> StepOutcome {
     let mut tx = pool.begin().await.map_err(RegistryError::from_db)?;
     sqlx::query!(
         "SELECT set_config('statement_timeout', $1, true)",
@@ -37,12 +63,12 @@ async fn purge_step(pool: &Registry, step: Step) -> Result<u64, RegistryError> {
     .await
     .map_err(RegistryError::from_db)?;
     let purged = match step {
-        Step::Expired => {
+        PurgeStep::Expired => {
             sqlx::query_scalar!("SELECT seqvend.purge_expired_answers_in_turn()")
                 .fetch_one(&mut tx)
                 .await
         }
-        Step::Crowded(max_per_owner) => {
+        PurgeStep::Crowded => {
             sqlx::query_scalar!(
                 "SELECT seqvend.purge_crowded_answers_in_turn($1)",
                 max_per_owner
@@ -53,5 +79,5 @@ async fn purge_step(pool: &Registry, step: Step) -> Result<u64, RegistryError> {
     }
     .map_err(RegistryError::from_db)?;
     tx.commit().await.map_err(RegistryError::from_db)?;
-    Ok(u64::try_from(purged.unwrap_or(0)).unwrap_or(0))
+    Ok(purged.map(|n| u64::try_from(n).unwrap_or(0)))
 }

@@ -34,7 +34,7 @@ pub use families::{
     FamilyView,
 };
 pub use formats::{catalog_entry, issued, Issued};
-pub use idempotency::purge_answers;
+pub use idempotency::{purge_answers, purge_steps, PurgeStep, StepOutcome};
 pub use leases::{
     release_holder_leases, release_lease, release_sequence_leases, renew_instance_leases,
     sweep_leases,

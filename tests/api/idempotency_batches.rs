@@ -784,6 +784,57 @@ async fn the_crowded_purge_runs_even_when_the_expired_step_fails() {
     );
 }
 
+/// How many of one step's purges ended with `result`, as `seqvend_idempotency_purges_total`
+/// counts them.
+fn purges(metrics: &seqvend::metrics::Metrics, step: &str, result: &str) -> u64 {
+    metrics
+        .idempotency_purges
+        .with_label_values(&[step, result])
+        .get()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn each_purge_step_is_counted_by_its_result() {
+    let (db, _migrated, client) = migrated_db().await;
+    let holder = a_purge_held_on_a_row(&db, "gone").await;
+    // Sessions that wait 100 ms for a lock: the expired step fails on the held row.
+    let options = sqlx::postgres::PgConnectOptions::from_str(&db.url)
+        .unwrap()
+        .options([("lock_timeout", "100")]);
+    let pool = seqvend::db::Registry::from_pool(sqlx::PgPool::connect_with(options).await.unwrap());
+    let metrics = seqvend::metrics::Metrics::new();
+    let purged = |step: &str| {
+        metrics
+            .idempotency_answers_purged
+            .with_label_values(&[step])
+            .get()
+    };
+
+    seqvend::idempotency::purge_once(&pool, 1, &metrics).await;
+    assert_eq!(purges(&metrics, "expired", "failed"), 1);
+    assert_eq!(purges(&metrics, "crowded", "ok"), 1);
+    assert_eq!((purged("expired"), purged("crowded")), (0, 1));
+    holder.batch_execute("COMMIT").await.unwrap();
+
+    // Another instance's purge, running: both steps leave the work to it.
+    let running = db.connect().await;
+    running
+        .batch_execute("BEGIN; SELECT pg_advisory_xact_lock(1398165589, 0)")
+        .await
+        .unwrap();
+    seqvend::idempotency::purge_once(&pool, 1, &metrics).await;
+    assert_eq!(purges(&metrics, "expired", "left_to_another"), 1);
+    assert_eq!(purges(&metrics, "crowded", "left_to_another"), 1);
+    running.batch_execute("COMMIT").await.unwrap();
+
+    seqvend::idempotency::purge_once(&pool, 1, &metrics).await;
+    assert_eq!(purges(&metrics, "expired", "ok"), 1);
+    assert_eq!(purges(&metrics, "crowded", "ok"), 2);
+    assert_eq!((purged("expired"), purged("crowded")), (1, 1));
+    assert_eq!(purges(&metrics, "expired", "failed"), 1, "no other failure");
+    assert_eq!(live_keys(&client).await, ["t:t2"]);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_purge_may_run_past_the_registrys_statement_timeout() {
     let (db, _migrated, client) = migrated_db().await;
