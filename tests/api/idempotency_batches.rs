@@ -445,6 +445,14 @@ async fn registry_pool(db: &TestDb) -> seqvend::db::Registry {
     seqvend::db::Registry::from_pool(sqlx::PgPool::connect(&db.url).await.unwrap())
 }
 
+/// A registry pool straight to `db` whose sessions wait only 100 ms for a lock.
+async fn impatient_registry_pool(db: &TestDb) -> seqvend::db::Registry {
+    let options = sqlx::postgres::PgConnectOptions::from_str(&db.url)
+        .unwrap()
+        .options([("lock_timeout", "100")]);
+    seqvend::db::Registry::from_pool(sqlx::PgPool::connect_with(options).await.unwrap())
+}
+
 /// A batch row of keyed answers stored `ago` before now: token `owners[p]` sent `keys[p]`
 /// (None: a slot blanked by an earlier purge).
 fn answer_row(ago: &str, owners: &[&str], keys: &[Option<&str>]) -> String {
@@ -770,11 +778,8 @@ async fn expired_answers_go_even_while_the_crowded_purge_waits() {
 async fn the_crowded_purge_runs_even_when_the_expired_step_fails() {
     let (db, _migrated, client) = migrated_db().await;
     let _holder = a_purge_held_on_a_row(&db, "gone").await;
-    // Sessions that wait 100 ms for a lock: the expired step fails on the held row.
-    let options = sqlx::postgres::PgConnectOptions::from_str(&db.url)
-        .unwrap()
-        .options([("lock_timeout", "100")]);
-    let pool = seqvend::db::Registry::from_pool(sqlx::PgPool::connect_with(options).await.unwrap());
+    // The expired step fails on the held row.
+    let pool = impatient_registry_pool(&db).await;
     let purged = seqvend::registry::purge_answers(&pool, 1).await;
     assert!(purged.is_err(), "{purged:?}");
     assert_eq!(
@@ -797,11 +802,8 @@ fn purges(metrics: &seqvend::metrics::Metrics, step: &str, result: &str) -> u64 
 async fn each_purge_step_is_counted_by_its_result() {
     let (db, _migrated, client) = migrated_db().await;
     let holder = a_purge_held_on_a_row(&db, "gone").await;
-    // Sessions that wait 100 ms for a lock: the expired step fails on the held row.
-    let options = sqlx::postgres::PgConnectOptions::from_str(&db.url)
-        .unwrap()
-        .options([("lock_timeout", "100")]);
-    let pool = seqvend::db::Registry::from_pool(sqlx::PgPool::connect_with(options).await.unwrap());
+    // The expired step fails on the held row.
+    let pool = impatient_registry_pool(&db).await;
     let metrics = seqvend::metrics::Metrics::new();
     let purged = |step: &str| {
         metrics
