@@ -94,31 +94,32 @@ pub fn spawn_purge(
 /// which the alert on a purge that keeps failing watches) and a failure logged.
 pub async fn purge_once(pool: &Registry, keys_per_token: i64, metrics: &Metrics) {
     for (step, outcome) in crate::registry::purge_steps(pool, keys_per_token).await {
-        let result = match &outcome {
-            Ok(Some(_)) => "ok",
+        let result = match outcome {
+            Ok(Some(purged)) => {
+                if purged > 0 {
+                    metrics
+                        .idempotency_answers_purged
+                        .with_label_values(&[step.label()])
+                        .inc_by(purged);
+                    tracing::debug!(step = step.label(), purged, "purged idempotency answers");
+                }
+                "ok"
+            }
             Ok(None) => "left_to_another",
-            Err(_) => "failed",
+            // Seen by operators: a purge that keeps failing lets stored answers grow.
+            Err(err) => {
+                tracing::warn!(
+                    step = step.label(),
+                    error = %err,
+                    "could not purge idempotency answers"
+                );
+                "failed"
+            }
         };
         metrics
             .idempotency_purges
             .with_label_values(&[step.label(), result])
             .inc();
-        match outcome {
-            Ok(Some(purged)) if purged > 0 => {
-                metrics
-                    .idempotency_answers_purged
-                    .with_label_values(&[step.label()])
-                    .inc_by(purged);
-                tracing::debug!(step = step.label(), purged, "purged idempotency answers");
-            }
-            Ok(_) => {}
-            // Seen by operators: a purge that keeps failing lets stored answers grow.
-            Err(err) => tracing::warn!(
-                step = step.label(),
-                error = %err,
-                "could not purge idempotency answers"
-            ),
-        }
     }
 }
 
