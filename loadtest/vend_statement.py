@@ -6,7 +6,10 @@ The same private cluster and the same two databases as loadtest/blocks.py (`befo
 the baseline commit left the schema, and `after`, migrated from this checkout), with 32
 sequences. pgbench sends what a lane sends under load (one request; 32 requests on one
 sequence; 32 requests on 32 sequences), prepared as seqvend prepares it, on one connection,
-before and after interleaved, each figure the median of the rounds' averages. Run twice: with
+before and after interleaved, each figure the median of the rounds' averages. A batch on one
+sequence is sent as the build of each database sends it: `vend_one_sequence()` asked for
+directly where its schema has that function (since migration 20261204100000), `vend()` where
+it does not. Run twice: with
 each transaction committed (what seqvend pays, the WAL flush included) and rolled back (the
 statement's own work, without the flush, which is most of the noise on a shared disk).
 """
@@ -42,15 +45,35 @@ SELECT * FROM seqvend.vend('{{big}}', '{{1}}');
 ANALYZE;
 """
 
+
+def through_vend(requests):
+    """A batch of `requests` on `big` through `vend()`."""
+    return (f"SELECT * FROM seqvend.vend(array_fill('big'::text, ARRAY[{requests}]), "
+            f"array_fill(1, ARRAY[{requests}]));")
+
+
+def one_sequence(requests):
+    """The same batch as seqvend sends it since migration 20261204100000 (VEND_ONE_SEQUENCE_SQL
+    in src/vend/statement.rs, with its parameters written out)."""
+    counts = f"array_fill(1, ARRAY[{requests}])::int4[]"
+    return ("SELECT b.requests, b.outcome, b.vals, b.detail, o.vals "
+            f"FROM (SELECT seqvend.vend_one_sequence('big'::text, {counts}) AS vals OFFSET 0) AS o "
+            "LEFT JOIN LATERAL (SELECT * FROM seqvend.vend_batch("
+            f"array_fill('big'::text, ARRAY[{requests}]), {counts}) "
+            "WHERE o.vals IS NULL OFFSET 0) AS b ON true;")
+
+
+# (label, the statement for a schema without vend_one_sequence(), the statement with it).
 STATEMENTS = [
-    ("one request", "SELECT * FROM seqvend.vend('{big}', '{1}');"),
-    (f"{SEQUENCES} requests on one sequence",
-     f"SELECT * FROM seqvend.vend(array_fill('big'::text, ARRAY[{SEQUENCES}]), "
-     f"array_fill(1, ARRAY[{SEQUENCES}]));"),
-    (f"{SEQUENCES} requests on {SEQUENCES} sequences",
-     f"SELECT * FROM seqvend.vend(ARRAY(SELECT 's' || i FROM generate_series(1, {SEQUENCES}) AS i), "
-     f"array_fill(1, ARRAY[{SEQUENCES}]));"),
+    ("one request", through_vend(1), one_sequence(1)),
+    (f"{SEQUENCES} requests on one sequence", through_vend(SEQUENCES), one_sequence(SEQUENCES)),
+    (f"{SEQUENCES} requests on {SEQUENCES} sequences", *[
+        f"SELECT * FROM seqvend.vend(ARRAY(SELECT 's' || i FROM generate_series(1, {SEQUENCES}) AS i), "
+        f"array_fill(1, ARRAY[{SEQUENCES}]));"] * 2),
 ]
+
+HAS_ONE_SEQUENCE = ("SELECT to_regprocedure('seqvend.vend_one_sequence(text, integer[])') "
+                    "IS NOT NULL")
 
 
 def pgbench(cluster, db, sql):
@@ -67,13 +90,14 @@ def pgbench(cluster, db, sql):
 
 def rows(cluster):
     out = []
-    for label, sql in STATEMENTS:
+    direct = {db: cluster.psql(db, HAS_ONE_SEQUENCE) == "t" for db in ("before", "after")}
+    for label, *statements in STATEMENTS:
         for ending in ("COMMIT", "ROLLBACK"):
-            script = f"BEGIN;\n{sql}\n{ending};"
             runs = {"before": [], "after": []}
             for _ in range(ROUNDS):
                 for db in ("before", "after"):
-                    runs[db].append(pgbench(cluster, db, script))
+                    sql = statements[direct[db]]
+                    runs[db].append(pgbench(cluster, db, f"BEGIN;\n{sql}\n{ending};"))
             ratio = [b / a for b, a in zip(runs["before"], runs["after"])]
             row = [label, "committed" if ending == "COMMIT" else "rolled back",
                    spread(runs["before"]), spread(runs["after"]),
