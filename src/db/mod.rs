@@ -86,7 +86,7 @@ pub const VEND_PLANNER_SETTINGS: [(&str, &str); 2] = [("enable_seqscan", "off"),
 /// Straight to PostgreSQL, or through a pooler with `session` set in each transaction.
 fn route(pooled: bool, session: &[(&'static str, String)]) -> Route {
     if pooled {
-        Route::pooled(session)
+        Route::pooled(ISOLATION, session)
     } else {
         Route::Direct
     }
@@ -105,10 +105,22 @@ fn vend_session_settings(settings: &DatabaseSettings) -> Vec<(&'static str, Stri
     all
 }
 
-/// `session` as `-c name=value` startup options, with the marker that tells a direct session
-/// from one through a pooler.
+/// The isolation every seqvend transaction runs at, whatever the server's, database's or
+/// role's `default_transaction_isolation`. seqvend's statements are written for it: a
+/// statement that waited for a lock reads what the holder committed (the vend statement reads
+/// its rows after its locks; a keyed retry that waited for its key finds the first answer). At
+/// repeatable read or serializable they would read a snapshot taken before the wait.
+const ISOLATION: &str = "read committed";
+
+/// `session` as `-c name=value` startup options, with the isolation (its space escaped, as
+/// the server splits options at spaces) and the marker that tells a direct session from one
+/// through a pooler.
 fn startup_options(session: Vec<(&'static str, String)>) -> Vec<(&'static str, String)> {
     let mut options = session;
+    options.push((
+        "default_transaction_isolation",
+        ISOLATION.replace(' ', "\\ "),
+    ));
     options.push((pooler::MARKER.0, pooler::MARKER.1.into()));
     options
 }

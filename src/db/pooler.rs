@@ -23,19 +23,25 @@ pub enum Route {
     /// Straight: session settings as startup options, named statements cached per connection.
     Direct,
     /// Through a pooler in transaction mode: each statement in a transaction of its own that
-    /// `begin`s by setting seqvend's settings for itself alone.
+    /// `begin`s at seqvend's isolation and sets seqvend's settings for itself alone.
     Pooled { begin: Arc<str> },
 }
 
 impl Route {
-    /// The pooled route, setting `settings` in each transaction (`set_config(…, true)`).
-    pub fn pooled(settings: &[(&str, String)]) -> Self {
+    /// The pooled route: each transaction begun at `isolation` (named in its `BEGIN`: once a
+    /// statement has run, a transaction's isolation can no longer be set), then `settings`
+    /// set in it (`set_config(…, true)`).
+    pub fn pooled(isolation: &str, settings: &[(&str, String)]) -> Self {
         let set: Vec<String> = settings
             .iter()
             .map(|(name, value)| format!("set_config('{name}', '{value}', true)"))
             .collect();
         Self::Pooled {
-            begin: format!("BEGIN; SELECT {}", set.join(", ")).into(),
+            begin: format!(
+                "BEGIN ISOLATION LEVEL {isolation}; SELECT {}",
+                set.join(", ")
+            )
+            .into(),
         }
     }
 
@@ -118,17 +124,20 @@ mod tests {
 
     #[test]
     fn the_pooled_route_sets_each_setting_for_its_transaction_only() {
-        let route = Route::pooled(&[
-            ("statement_timeout", "5000".into()),
-            ("search_path", "seqvend".into()),
-        ]);
+        let route = Route::pooled(
+            "read committed",
+            &[
+                ("statement_timeout", "5000".into()),
+                ("search_path", "seqvend".into()),
+            ],
+        );
         let Route::Pooled { begin } = route else {
             panic!("not pooled")
         };
         assert_eq!(
             &*begin,
-            "BEGIN; SELECT set_config('statement_timeout', '5000', true), \
-             set_config('search_path', 'seqvend', true)"
+            "BEGIN ISOLATION LEVEL read committed; SELECT set_config('statement_timeout', \
+             '5000', true), set_config('search_path', 'seqvend', true)"
         );
     }
 

@@ -35,6 +35,7 @@ mod restore;
 mod running_out;
 mod sequences;
 mod serve;
+mod sessions;
 mod startup;
 mod tenancy;
 mod tls;
