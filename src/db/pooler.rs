@@ -123,7 +123,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_pooled_route_sets_each_setting_for_its_transaction_only() {
+    fn the_pooled_route_begins_at_its_isolation_and_sets_each_setting_for_its_transaction_only() {
         let route = Route::pooled(
             "read committed",
             &[

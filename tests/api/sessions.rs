@@ -8,7 +8,7 @@ use seqvend::settings::Pooler;
 
 use crate::helpers::{test_settings, TestDb};
 
-const ISOLATION: &str = "SELECT current_setting('transaction_isolation')";
+const CURRENT_ISOLATION: &str = "SELECT current_setting('transaction_isolation')";
 
 #[tokio::test]
 async fn every_seqvend_session_runs_at_read_committed_whatever_the_database_default() {
@@ -22,7 +22,7 @@ async fn every_seqvend_session_runs_at_read_committed_whatever_the_database_defa
     .unwrap();
     let other_application = db.connect().await;
     let default: String = other_application
-        .query_one(ISOLATION, &[])
+        .query_one(CURRENT_ISOLATION, &[])
         .await
         .unwrap()
         .get(0);
@@ -37,18 +37,21 @@ async fn every_seqvend_session_runs_at_read_committed_whatever_the_database_defa
         let (registry, vend) = seqvend::db::pools(&db.url, &settings).unwrap();
 
         let connection = vend.get().await.unwrap();
-        let rows = connection.run_statement(ISOLATION, &[]).await.unwrap();
+        let rows = connection
+            .run_statement(CURRENT_ISOLATION, &[])
+            .await
+            .unwrap();
         let seen: String = rows[0].get(0);
         assert_eq!(seen, "read committed", "a vend statement, {pooler:?}");
 
-        let seen: String = sqlx::query_scalar(ISOLATION)
+        let seen: String = sqlx::query_scalar(CURRENT_ISOLATION)
             .fetch_one(&registry)
             .await
             .unwrap();
         assert_eq!(seen, "read committed", "a registry statement, {pooler:?}");
 
         let mut tx = registry.begin().await.unwrap();
-        let seen: String = sqlx::query_scalar(ISOLATION)
+        let seen: String = sqlx::query_scalar(CURRENT_ISOLATION)
             .fetch_one(&mut tx)
             .await
             .unwrap();
