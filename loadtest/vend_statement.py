@@ -9,9 +9,9 @@ sequence; 32 requests on 32 sequences), prepared as seqvend prepares it, on one 
 before and after interleaved, each figure the median of the rounds' averages. A batch on one
 sequence is sent as the build of each database sends it: `vend_one_sequence()` asked for
 directly where its schema has that function (since migration 20261204100000), `vend()` where
-it does not. Run twice: with
-each transaction committed (what seqvend pays, the WAL flush included) and rolled back (the
-statement's own work, without the flush, which is most of the noise on a shared disk).
+it does not. Run twice: with each transaction committed (what seqvend pays, the WAL flush
+included) and rolled back (the statement's own work, without the flush, which is most of the
+noise on a shared disk).
 """
 
 import datetime
@@ -63,13 +63,15 @@ def one_sequence(requests):
             "WHERE o.vals IS NULL OFFSET 0) AS b ON true;")
 
 
+# A batch on several sequences: `vend()` whatever the schema.
+MANY_SEQUENCES = (f"SELECT * FROM seqvend.vend(ARRAY(SELECT 's' || i FROM generate_series(1, "
+                  f"{SEQUENCES}) AS i), array_fill(1, ARRAY[{SEQUENCES}]));")
+
 # (label, the statement for a schema without vend_one_sequence(), the statement with it).
 STATEMENTS = [
     ("one request", through_vend(1), one_sequence(1)),
     (f"{SEQUENCES} requests on one sequence", through_vend(SEQUENCES), one_sequence(SEQUENCES)),
-    (f"{SEQUENCES} requests on {SEQUENCES} sequences", *[
-        f"SELECT * FROM seqvend.vend(ARRAY(SELECT 's' || i FROM generate_series(1, {SEQUENCES}) AS i), "
-        f"array_fill(1, ARRAY[{SEQUENCES}]));"] * 2),
+    (f"{SEQUENCES} requests on {SEQUENCES} sequences", MANY_SEQUENCES, MANY_SEQUENCES),
 ]
 
 HAS_ONE_SEQUENCE = ("SELECT to_regprocedure('seqvend.vend_one_sequence(text, integer[])') "
