@@ -15,7 +15,7 @@ lacks) is reported as such, and the others go on.
 
 Beside each build runs the floor of strict vends (examples/floor.rs, built from this checkout)
 on the build's own PostgreSQL: its routes are measured in the same rounds as the build's (wrk
-and k6), so row 1 and row 7 can be read against what any server of seqvend's design pays here.
+and k6), so rows 1, 7 and 8 can be read against what any server of seqvend's design pays here.
 
 Row 7 is measured first, on a database that holds only its one sequence, as the issue's table
 states it. It is measured again at 2,000 req/s after rows 1-6 and 8, as a row without a goal:
@@ -161,7 +161,8 @@ def sequences(build):
 
 def vend_routes(build):
     """Rows 1, 2, 3 and 8: the no-op route, strict, cached and keyed next, next at random; and
-    the floor server's three routes, where it runs."""
+    the floor server's four routes, where it runs (its draw at random from the same range
+    sequences row 8 draws from)."""
     routes = [("noop", "/healthz", "get.lua"), ("strict", "/sequences/bench/next", "vend.lua"),
               ("cached", "/sequences/cached/next", "vend.lua"),
               ("keyed", "/sequences/bench/next", "vend_keyed.lua"),
@@ -171,7 +172,8 @@ def vend_routes(build):
     if build.floor:
         for key, path, script in (("floor_noop", "/noop", "get.lua"),
                                   ("floor_hop", "/hop", "vend.lua"),
-                                  ("floor", "/floor", "vend.lua")):
+                                  ("floor", "/floor", "vend.lua"),
+                                  ("floor_random", "/floor/random", "vend.lua")):
             figures[key] = rate(build, path, script, base=build.floor_base)
     return figures
 
@@ -440,6 +442,11 @@ ROWS = [
     Row(f"8. `POST next` on a random one of {SEQUENCES:,} sequences ÷ one sequence", "vend",
         lambda f: f["random"] / f["strict"], times, "≥ 0.7×", lambda v, b: v >= 0.7,
         per("random", "strict")),
+    Row(f"8. … the floor at random: `POST /floor/random` (one `nextval` on a random one of the same "
+        f"{SEQUENCES:,} sequences per request, two lanes, the floor's durable commit) ÷ `POST /floor`",
+        "vend", lambda f: f["floor_random"] / f["floor"] if "floor_random" in f else None, times,
+        "— (what any server that draws each range from its own sequence keeps)",
+        lambda v, b: None, per("floor_random", "floor")),
     Row("9. counters: first use of new keys in a scrambled order (wrk -c128), keys/s",
         "first_use", lambda f: f["keys_per_s"], thousands, NO_WORSE, no_worse),
     Row(f"9. counters: draws at random over {COUNTER_KEYS:,} keys ÷ one key", "draws",
