@@ -1,0 +1,222 @@
+#!/usr/bin/env python3
+"""Row 8 of the speed table taken apart: what a draw at random among 10,000 sequences costs
+seqvend, beside what it costs the floor (examples/floor.rs) drawing from the same sequences, and
+where PostgreSQL's share goes. Started by loadtest/many_sequences.sh, which builds both; writes
+the "many-sequences" section of docs/performance.md.
+
+One seqvend and its floor server on one private PostgreSQL holding SEQUENCES sequences created
+through the API (as the speed run makes them). Then:
+
+- wrk -t1 -c64 on seqvend's no-op route, strict `next` on one sequence, `next` at random, the
+  floor on one sequence and the floor at random, ROUNDS rounds, routes taking turns;
+- pgbench (prepared, one connection, each statement committed) on statements of 17 requests on
+  17 sequences at random (as under wrk -c64 with two lanes), in the vend pool's session
+  settings, ROUNDS rounds, statements taking turns: the names alone, the floor's draw, the
+  floor's draw with the marks' UPDATE, seqvend's vend(), and a draw that reads nothing of the
+  registry per sequence (PROTOTYPE, below: timed, not built).
+
+The database is a benchmark's: the floor's draws are gaps in its ranges, and the prototype
+gives its marks a column seqvend does not have.
+"""
+
+import datetime
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import run
+from run import ROOT, commit, log, machine, pg_bindir, write_section
+from speed import SEQUENCES, Build, rate, sequences
+
+ROUNDS = int(os.environ.get("MANY_ROUNDS", "5"))
+SECONDS = int(os.environ.get("MANY_SECONDS", "4"))  # pgbench, per statement and round
+WRK_SECONDS = int(os.environ.get("WRK_SECONDS", "10"))
+REQUESTS = 17
+
+# The vend pool's session settings (src/db/mod.rs: session_settings, VEND_PLANNER_SETTINGS).
+SESSION = ("-c enable_seqscan=off -c jit=off -c search_path=seqvend -c synchronous_commit=on "
+           "-c lock_timeout=200")
+
+# REQUESTS names drawn at random among the SEQUENCES the speed run creates (r00000, r00001, …),
+# and the same as row numbers of `bench_ranges` (below).
+NAMES = (f"ARRAY(SELECT 'r' || lpad(floor(random() * {SEQUENCES})::int::text, 5, '0') "
+         f"FROM generate_series(1, {REQUESTS}))")
+PICKS = f"ARRAY(SELECT floor(random() * {SEQUENCES})::int FROM generate_series(1, {REQUESTS}))"
+
+# What the instance would keep in memory for the prototype, in a table here: each name's
+# sequence and range ids, its PostgreSQL sequence and bounds. Looking a row up costs an index
+# probe per sequence, as the floor's statements pay too.
+SETUP = """
+ALTER TABLE seqvend.range_marks ADD COLUMN IF NOT EXISTS drawable boolean NOT NULL DEFAULT true;
+DROP TABLE IF EXISTS public.bench_ranges;
+CREATE TABLE public.bench_ranges AS
+SELECT (row_number() OVER (ORDER BY s.name) - 1)::int AS i, s.name, s.id AS sequence_id,
+       r.id AS range_id, r.pg_sequence, r.min_value, r.max_value
+  FROM seqvend.sequences s JOIN seqvend.ranges r ON r.sequence_id = s.id AND r.status = 'active'
+ WHERE s.name ~ '^r[0-9]+$';
+CREATE UNIQUE INDEX ON public.bench_ranges (i);
+ANALYZE public.bench_ranges;
+"""
+
+# The floor's draw: each sequence found by an index, nextval, a commit that writes WAL and
+# waits for its flush (the transaction id and the logical message, as examples/floor.rs).
+FLOOR = f"""
+SELECT array_agg(nextval(b.pg_sequence)), pg_current_xact_id()::text,
+       pg_logical_emit_message(true, 'seqvend_floor', '')
+  FROM public.bench_ranges b WHERE b.i = ANY ({PICKS})"""
+
+# The same, and each range's mark written (to itself: the cost of the UPDATE, nothing moved).
+FLOOR_MARKS = f"""
+WITH b AS MATERIALIZED (SELECT * FROM public.bench_ranges b WHERE b.i = ANY ({PICKS})),
+     drawn AS MATERIALIZED (SELECT array_agg(nextval(b.pg_sequence)) AS vals FROM b),
+     marked AS (UPDATE seqvend.range_marks m SET high_water = m.high_water FROM b
+                 WHERE m.range_id = b.range_id RETURNING 1)
+SELECT (SELECT vals FROM drawn), (SELECT count(*) FROM marked), pg_current_xact_id()::text"""
+
+VEND = f"SELECT * FROM seqvend.vend({NAMES}, array_fill(1, ARRAY[{REQUESTS}]))"
+
+# A draw that reads nothing of the registry per sequence: the advisory locks taken by ids the
+# instance would keep, the values drawn and checked against the bounds it would keep (inside,
+# no two alike), and the marks written by an UPDATE whose condition is the check the registry
+# read makes now (the range still drawable, the mark below the first value drawn): at read
+# committed an UPDATE tests the newest committed row, whatever its snapshot. Increasing
+# sequences only, as all of the benchmark's are.
+PROTOTYPE = f"""
+WITH ask AS MATERIALIZED (SELECT * FROM public.bench_ranges b WHERE b.i = ANY ({PICKS})),
+     locked AS MATERIALIZED (
+       SELECT pg_advisory_xact_lock_shared(1398166353, a.sequence_id),
+              pg_advisory_xact_lock(1398166087, a.range_id)
+         FROM ask a ORDER BY a.name),
+     drawn AS MATERIALIZED (
+       SELECT a.range_id, a.min_value, a.max_value, array_agg(nextval(a.pg_sequence)) AS vals
+         FROM (SELECT count(*) FROM locked) AS l, ask a
+        GROUP BY a.range_id, a.min_value, a.max_value),
+     checked AS MATERIALIZED (
+       SELECT d.range_id, d.vals, d.vals[1] AS first, d.vals[cardinality(d.vals)] AS last
+         FROM drawn d
+        WHERE (SELECT bool_and(v BETWEEN d.min_value AND d.max_value)
+                      AND count(DISTINCT v) = count(*) FROM unnest(d.vals) AS v)),
+     marked AS (
+       UPDATE seqvend.range_marks m SET high_water = c.last FROM checked c
+        WHERE m.range_id = c.range_id AND m.drawable
+          AND (m.high_water IS NULL OR m.high_water < c.first)
+       RETURNING m.range_id)
+SELECT array_agg(c.vals), pg_current_xact_id()::text
+  FROM checked c JOIN marked USING (range_id)"""
+
+STATEMENTS = [
+    ("the 17 names drawn, nothing else", f"SELECT cardinality({NAMES})"),
+    ("the floor: each sequence found by an index, `nextval`, a durable commit", FLOOR),
+    ("the floor, and the marks' `UPDATE`", FLOOR_MARKS),
+    ("a draw reading nothing of the registry per sequence (timed, not built)", PROTOTYPE),
+    ("seqvend's `vend()` (`vend_batch`)", VEND),
+]
+
+ROUTES = [
+    ("noop", "/healthz", "get.lua", False),
+    ("strict", "/sequences/bench/next", "vend.lua", False),
+    ("random", "/sequences/r00000/next", "vend_random.lua", False),
+    ("floor", "/floor", "vend.lua", True),
+    ("floor_random", "/floor/random", "vend.lua", True),
+]
+
+
+def database_url(build):
+    port = (build.data_dir / "port").read_text().strip()
+    password = (build.data_dir / "password").read_text().strip()
+    return f"postgres://seqvend:{password}@127.0.0.1:{port}/seqvend"
+
+
+def pgbench(url, sql):
+    """Average latency (ms) of `sql`, prepared, one connection, in the vend pool's settings."""
+    with tempfile.NamedTemporaryFile("w", suffix=".sql") as script:
+        script.write(sql.strip() + ";\n")
+        script.flush()
+        done = subprocess.run([str(pg_bindir() / "pgbench"), "-n", "-M", "prepared", "-c", "1",
+                               "-T", str(SECONDS), "-f", script.name, url],
+                              env=dict(os.environ, PGOPTIONS=SESSION), capture_output=True,
+                              text=True)
+    if done.returncode != 0:
+        sys.exit(f"pgbench failed: {done.stderr}")
+    return float(done.stdout.split("latency average = ")[1].split()[0])
+
+
+def spread(values, unit=""):
+    return f"{statistics.median(values):,.2f}{unit} ({min(values):,.2f}–{max(values):,.2f})"
+
+
+def routes_table(runs):
+    lines = ["| route | req/s | ratio |", "|---|---|---|"]
+    ratios = {"strict": ("noop", "the no-op route"), "random": ("strict", "strict `next`"),
+              "floor_random": ("floor", "the floor")}
+    labels = {"noop": "seqvend's no-op", "strict": "strict `next`, one sequence",
+              "random": f"`next` at random among {SEQUENCES:,}",
+              "floor": "the floor, one sequence",
+              "floor_random": f"the floor at random among the same {SEQUENCES:,}"}
+    for key, *_ in ROUTES:
+        ratio = "—"
+        if key in ratios:
+            other, name = ratios[key]
+            per_round = [a / b for a, b in zip(runs[key], runs[other])]
+            ratio = f"{spread(per_round, '×')} {name}"
+        lines.append(f"| {labels[key]} | {statistics.median(runs[key]) / 1000:,.1f}k | {ratio} |")
+    return "\n".join(lines)
+
+
+def statements_table(times):
+    lines = [f"| statement, {REQUESTS} requests on {REQUESTS} sequences at random | ms |",
+             "|---|---|"]
+    lines += [f"| {label} | {spread(times[label])} |" for label, _ in STATEMENTS]
+    return "\n".join(lines)
+
+
+def main():
+    run.WORK = Path(tempfile.mkdtemp(prefix="seqvend-many-"))
+    os.chmod(run.WORK, 0o755)  # the private cluster may run as another user
+    build = Build("many", commit(), run.BINARY, None, int(os.environ.get("LOADTEST_PORT", "18080")))
+    started = datetime.datetime.now(datetime.timezone.utc)
+    build.start()
+    try:
+        sequences(build)
+        runs = {key: [] for key, *_ in ROUTES}
+        for round_ in range(ROUNDS):
+            log(f"wrk, round {round_ + 1} of {ROUNDS}")
+            for key, path, script, on_floor in ROUTES:
+                runs[key].append(rate(build, path, script,
+                                      base=build.floor_base if on_floor else None,
+                                      env={"SEQUENCES": str(SEQUENCES)}))
+        url = database_url(build)
+        subprocess.run([str(pg_bindir() / "psql"), "-q", "-v", "ON_ERROR_STOP=1", "-c", SETUP, url],
+                       check=True)
+        times = {label: [] for label, _ in STATEMENTS}
+        for label, sql in STATEMENTS:  # each statement once, so that every round is warm
+            pgbench(url, sql)
+        for round_ in range(ROUNDS):
+            log(f"pgbench, round {round_ + 1} of {ROUNDS}")
+            for label, sql in STATEMENTS:
+                times[label].append(pgbench(url, sql))
+    finally:
+        build.stop()
+    text = "\n".join([
+        f"- Date: {started:%Y-%m-%d}; commit {build.commit}; {machine()}; PostgreSQL 15",
+        "- Rerun with `loadtest/many_sequences.sh`. One seqvend and its floor server on one "
+        f"private PostgreSQL holding {SEQUENCES:,} sequences made through the API. wrk -t1 -c64 "
+        f"for {WRK_SECONDS} s a route, {ROUNDS} rounds with the routes taking turns; pgbench "
+        f"prepared, one connection, in the vend pool's session settings, {SECONDS} s a "
+        f"statement, {ROUNDS} rounds with the statements taking turns, each statement "
+        "committed. Each figure the median of the rounds (min–max in brackets; a ratio taken "
+        "within each round).",
+        "",
+        routes_table(runs),
+        "",
+        statements_table(times),
+    ])
+    write_section("many-sequences", text, results=ROOT / "docs" / "performance.md")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
