@@ -9,11 +9,11 @@ through the API (as the speed run makes them). Then:
 
 - wrk -t1 -c64 on seqvend's no-op route, strict `next` on one sequence, `next` at random, the
   floor on one sequence and the floor at random, ROUNDS rounds, routes taking turns;
-- pgbench (prepared, one connection, each statement committed) on statements of 17 requests on
-  17 sequences at random (as under wrk -c64 with two lanes), in the vend pool's session
-  settings, ROUNDS rounds, statements taking turns: the names alone, the floor's draw, the
-  floor's draw with the marks' UPDATE, seqvend's vend(), and a draw that reads nothing of the
-  registry per sequence (PROTOTYPE, below: timed, not built).
+- pgbench (prepared, one connection, each statement committed, in the vend pool's session
+  settings) on a lane's batch of 17 requests (as under wrk -c64 with two lanes), on 17
+  sequences at random and all on one sequence, ROUNDS rounds, statements taking turns: the
+  names alone, the floor's draw, the floor's draw with the marks' UPDATE, a draw that reads
+  nothing of the registry (Batch.prototype: timed, not built), and what seqvend sends.
 
 The database is a benchmark's: the floor's draws are gaps in its ranges, and the prototype
 gives its marks a column seqvend does not have.
@@ -40,56 +40,79 @@ REQUESTS = 17
 SESSION = ("-c enable_seqscan=off -c jit=off -c search_path=seqvend -c synchronous_commit=on "
            "-c lock_timeout=200")
 
-# REQUESTS names drawn at random among the SEQUENCES the speed run creates (r00000, r00001, …),
-# and the same as row numbers of `bench_ranges` (below).
-NAMES = (f"ARRAY(SELECT 'r' || lpad(floor(random() * {SEQUENCES})::int::text, 5, '0') "
-         f"FROM generate_series(1, {REQUESTS}))")
-PICKS = f"ARRAY(SELECT floor(random() * {SEQUENCES})::int FROM generate_series(1, {REQUESTS}))"
-
 # What the instance would keep in memory for the prototype, in a table here: each name's
-# sequence and range ids, its PostgreSQL sequence and bounds. Looking a row up costs an index
-# probe per sequence, as the floor's statements pay too.
+# sequence and range ids, its PostgreSQL sequence and bounds, numbered by name (batch, bench,
+# cached, lease, then r00000, r00001, …). Looking a row up costs an index probe per request, as
+# the floor's statements pay too.
 SETUP = """
 ALTER TABLE seqvend.range_marks ADD COLUMN IF NOT EXISTS drawable boolean NOT NULL DEFAULT true;
 DROP TABLE IF EXISTS public.bench_ranges;
 CREATE TABLE public.bench_ranges AS
 SELECT (row_number() OVER (ORDER BY s.name) - 1)::int AS i, s.name, s.id AS sequence_id,
        r.id AS range_id, r.pg_sequence, r.min_value, r.max_value
-  FROM seqvend.sequences s JOIN seqvend.ranges r ON r.sequence_id = s.id AND r.status = 'active'
- WHERE s.name ~ '^r[0-9]+$';
+  FROM seqvend.sequences s JOIN seqvend.ranges r ON r.sequence_id = s.id AND r.status = 'active';
 CREATE UNIQUE INDEX ON public.bench_ranges (i);
 ANALYZE public.bench_ranges;
 """
+FIRST_RANDOM = 4  # bench_ranges.i of r00000
+BENCH = 1  # bench_ranges.i of bench, the sequence strict `next` draws from
 
-# The floor's draw: each sequence found by an index, nextval, a commit that writes WAL and
-# waits for its flush (the transaction id and the logical message, as examples/floor.rs).
-FLOOR = f"""
+
+class Batch:
+    """A lane's batch of REQUESTS requests, as the statements below name it: `picks`, the
+    rows of bench_ranges, one per request; `names` the same as names; `one`, whether they are
+    all one sequence's (the statement seqvend sends is then `vend_one_sequence()`)."""
+
+    def __init__(self, one):
+        self.one = one
+        if one:
+            self.picks = f"array_fill({BENCH}, ARRAY[{REQUESTS}])"
+            self.names = f"array_fill('bench'::text, ARRAY[{REQUESTS}])"
+        else:
+            self.picks = (f"ARRAY(SELECT {FIRST_RANDOM} + floor(random() * {SEQUENCES})::int "
+                          f"FROM generate_series(1, {REQUESTS}))")
+            self.names = (f"ARRAY(SELECT 'r' || lpad(floor(random() * {SEQUENCES})::int::text, "
+                          f"5, '0') FROM generate_series(1, {REQUESTS}))")
+
+    def asked(self):
+        """bench_ranges' row for each request."""
+        return f"unnest({self.picks}) AS p(i) JOIN public.bench_ranges b ON b.i = p.i"
+
+    def names_only(self):
+        return f"SELECT cardinality({self.names})"
+
+    def floor(self):
+        """The floor's draw: nextval per request, a commit that writes WAL and waits for its
+        flush (the transaction id and the logical message, as examples/floor.rs)."""
+        return f"""
 SELECT array_agg(nextval(b.pg_sequence)), pg_current_xact_id()::text,
        pg_logical_emit_message(true, 'seqvend_floor', '')
-  FROM public.bench_ranges b WHERE b.i = ANY ({PICKS})"""
+  FROM {self.asked()}"""
 
-# The same, and each range's mark written (to itself: the cost of the UPDATE, nothing moved).
-FLOOR_MARKS = f"""
-WITH b AS MATERIALIZED (SELECT * FROM public.bench_ranges b WHERE b.i = ANY ({PICKS})),
+    def floor_marks(self):
+        """The same, and each range's mark written (to itself: the UPDATE's cost, nothing
+        moved)."""
+        return f"""
+WITH b AS MATERIALIZED (SELECT b.* FROM {self.asked()}),
      drawn AS MATERIALIZED (SELECT array_agg(nextval(b.pg_sequence)) AS vals FROM b),
-     marked AS (UPDATE seqvend.range_marks m SET high_water = m.high_water FROM b
-                 WHERE m.range_id = b.range_id RETURNING 1)
+     marked AS (UPDATE seqvend.range_marks m SET high_water = m.high_water
+                  FROM (SELECT DISTINCT range_id FROM b) AS r
+                 WHERE m.range_id = r.range_id RETURNING 1)
 SELECT (SELECT vals FROM drawn), (SELECT count(*) FROM marked), pg_current_xact_id()::text"""
 
-VEND = f"SELECT * FROM seqvend.vend({NAMES}, array_fill(1, ARRAY[{REQUESTS}]))"
-
-# A draw that reads nothing of the registry per sequence: the advisory locks taken by ids the
-# instance would keep, the values drawn and checked against the bounds it would keep (inside,
-# no two alike), and the marks written by an UPDATE whose condition is the check the registry
-# read makes now (the range still drawable, the mark below the first value drawn): at read
-# committed an UPDATE tests the newest committed row, whatever its snapshot. Increasing
-# sequences only, as all of the benchmark's are.
-PROTOTYPE = f"""
-WITH ask AS MATERIALIZED (SELECT * FROM public.bench_ranges b WHERE b.i = ANY ({PICKS})),
+    def prototype(self):
+        """A draw that reads nothing of the registry per sequence: the advisory locks taken by
+        ids the instance would keep, the values drawn and checked against the bounds it would
+        keep (inside, no two alike), and the marks written by an UPDATE whose condition is the
+        check the registry read makes now (the range still drawable, the mark below the first
+        value drawn): at read committed an UPDATE tests the newest committed row, whatever its
+        snapshot. Increasing sequences only, as all of the benchmark's are."""
+        return f"""
+WITH ask AS MATERIALIZED (SELECT b.* FROM {self.asked()}),
      locked AS MATERIALIZED (
        SELECT pg_advisory_xact_lock_shared(1398166353, a.sequence_id),
               pg_advisory_xact_lock(1398166087, a.range_id)
-         FROM ask a ORDER BY a.name),
+         FROM (SELECT DISTINCT name, sequence_id, range_id FROM ask) AS a ORDER BY a.name),
      drawn AS MATERIALIZED (
        SELECT a.range_id, a.min_value, a.max_value, array_agg(nextval(a.pg_sequence)) AS vals
          FROM (SELECT count(*) FROM locked) AS l, ask a
@@ -104,16 +127,26 @@ WITH ask AS MATERIALIZED (SELECT * FROM public.bench_ranges b WHERE b.i = ANY ({
         WHERE m.range_id = c.range_id AND m.drawable
           AND (m.high_water IS NULL OR m.high_water < c.first)
        RETURNING m.range_id)
-SELECT array_agg(c.vals), pg_current_xact_id()::text
+SELECT array_agg(c.range_id), sum(cardinality(c.vals)), pg_current_xact_id()::text
   FROM checked c JOIN marked USING (range_id)"""
 
+    def seqvend(self):
+        """What seqvend's lane sends for the batch (its common case)."""
+        counts = f"array_fill(1, ARRAY[{REQUESTS}])"
+        if self.one:
+            return f"SELECT seqvend.vend_one_sequence('bench', {counts})"
+        return f"SELECT * FROM seqvend.vend({self.names}, {counts})"
+
+
 STATEMENTS = [
-    ("the 17 names drawn, nothing else", f"SELECT cardinality({NAMES})"),
-    ("the floor: each sequence found by an index, `nextval`, a durable commit", FLOOR),
-    ("the floor, and the marks' `UPDATE`", FLOOR_MARKS),
-    ("a draw reading nothing of the registry per sequence (timed, not built)", PROTOTYPE),
-    ("seqvend's `vend()` (`vend_batch`)", VEND),
+    ("the names drawn, nothing else", Batch.names_only),
+    ("the floor: each request's row found by an index, `nextval`, a durable commit", Batch.floor),
+    ("the floor, and the marks' `UPDATE`", Batch.floor_marks),
+    ("a draw reading nothing of the registry (timed, not built)", Batch.prototype),
+    ("what seqvend sends: `vend()` (`vend_batch`) at random, `vend_one_sequence()` on one",
+     Batch.seqvend),
 ]
+BATCHES = [("random", Batch(one=False)), ("one", Batch(one=True))]
 
 ROUTES = [
     ("noop", "/healthz", "get.lua", False),
@@ -167,9 +200,10 @@ def routes_table(runs):
 
 
 def statements_table(times):
-    lines = [f"| statement, {REQUESTS} requests on {REQUESTS} sequences at random | ms |",
-             "|---|---|"]
-    lines += [f"| {label} | {spread(times[label])} |" for label, _ in STATEMENTS]
+    lines = [f"| statement, {REQUESTS} requests | on {REQUESTS} sequences at random, ms | "
+             "all on one sequence, ms |", "|---|---|---|"]
+    lines += [f"| {label} | {spread(times[label, 'random'])} | {spread(times[label, 'one'])} |"
+              for label, _ in STATEMENTS]
     return "\n".join(lines)
 
 
@@ -191,13 +225,14 @@ def main():
         url = database_url(build)
         subprocess.run([str(pg_bindir() / "psql"), "-q", "-v", "ON_ERROR_STOP=1", "-c", SETUP, url],
                        check=True)
-        times = {label: [] for label, _ in STATEMENTS}
-        for label, sql in STATEMENTS:  # each statement once, so that every round is warm
-            pgbench(url, sql)
-        for round_ in range(ROUNDS):
-            log(f"pgbench, round {round_ + 1} of {ROUNDS}")
-            for label, sql in STATEMENTS:
-                times[label].append(pgbench(url, sql))
+        times = {(label, kind): [] for label, _ in STATEMENTS for kind, _ in BATCHES}
+        for round_ in range(ROUNDS + 1):  # the first round only warms every statement up
+            log(f"pgbench, round {round_} of {ROUNDS}" if round_ else "pgbench, warming up")
+            for kind, batch in BATCHES:
+                for label, statement in STATEMENTS:
+                    latency = pgbench(url, statement(batch))
+                    if round_:
+                        times[label, kind].append(latency)
     finally:
         build.stop()
     text = "\n".join([
