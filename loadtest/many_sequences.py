@@ -21,6 +21,7 @@ gives its marks a column seqvend does not have.
 
 import datetime
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -235,6 +236,7 @@ def main():
                         times[label, kind].append(latency)
     finally:
         build.stop()
+        shutil.rmtree(build.data_dir, ignore_errors=True)  # a benchmark's database: thrown away
     text = "\n".join([
         f"- Date: {started:%Y-%m-%d}; commit {build.commit}; {machine()}; PostgreSQL 15",
         "- Rerun with `loadtest/many_sequences.sh`. One seqvend and its floor server on one "
