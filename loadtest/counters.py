@@ -21,7 +21,7 @@ import tempfile
 import urllib.request
 from pathlib import Path
 
-from run import (BASE, LOADTEST, VEND_TOKEN, Seqvend, api, commit, interleaved_rounds,
+from run import (BASE, LOADTEST, VEND_TOKEN, Seqvend, api, cluster_url, commit, interleaved_rounds,
                  log, machine, metric_sum_count, pg_bindir, write_section, WRK_ROUNDS,
                  WRK_SECONDS)
 
@@ -31,10 +31,8 @@ KEYS = int(os.environ.get("COUNTER_KEYS", "1000000"))
 
 def psql(data_dir, sql):
     """One value read from seqvend's private cluster."""
-    port = (data_dir / "port").read_text().strip()
-    password = (data_dir / "password").read_text().strip()
     bindir = pg_bindir()
-    url = f"postgres://seqvend:{password}@127.0.0.1:{port}/seqvend"
+    url = cluster_url(data_dir)
     out = subprocess.run([f"{bindir}/psql", "-X", "-q", "-A", "-t", url, "-c", sql],
                          capture_output=True, text=True, check=True).stdout
     return out.strip()

@@ -29,12 +29,12 @@ import tempfile
 from pathlib import Path
 
 import run
-from run import ROOT, commit, log, machine, pg_bindir, write_section
+from run import ROOT, cluster_url, commit, log, machine, pg_bindir, write_section
+from speed import SECONDS as WRK_SECONDS
 from speed import SEQUENCES, Build, rate, sequences
 
 ROUNDS = int(os.environ.get("MANY_ROUNDS", "5"))
 SECONDS = int(os.environ.get("MANY_SECONDS", "4"))  # pgbench, per statement and round
-WRK_SECONDS = int(os.environ.get("WRK_SECONDS", "10"))
 REQUESTS = 17
 
 # The vend pool's session settings (src/db/mod.rs: session_settings, VEND_PLANNER_SETTINGS).
@@ -61,8 +61,8 @@ BENCH = 1  # bench_ranges.i of bench, the sequence strict `next` draws from
 
 class Batch:
     """A lane's batch of REQUESTS requests, as the statements below name it: `picks`, the
-    rows of bench_ranges, one per request; `names` the same as names; `one`, whether they are
-    all one sequence's (the statement seqvend sends is then `vend_one_sequence()`)."""
+    rows of bench_ranges, one per request; `names`, names drawn the same way, for vend();
+    `one`, whether they are all one sequence's (the statement seqvend sends is then `vend_one_sequence()`)."""
 
     def __init__(self, one):
         self.one = one
@@ -158,12 +158,6 @@ ROUTES = [
 ]
 
 
-def database_url(build):
-    port = (build.data_dir / "port").read_text().strip()
-    password = (build.data_dir / "password").read_text().strip()
-    return f"postgres://seqvend:{password}@127.0.0.1:{port}/seqvend"
-
-
 def pgbench(url, sql):
     """Average latency (ms) of `sql`, prepared, one connection, in the vend pool's settings."""
     with tempfile.NamedTemporaryFile("w", suffix=".sql") as script:
@@ -223,7 +217,7 @@ def main():
                 runs[key].append(rate(build, path, script,
                                       base=build.floor_base if on_floor else None,
                                       env={"SEQUENCES": str(SEQUENCES)}))
-        url = database_url(build)
+        url = cluster_url(build.data_dir)
         subprocess.run([str(pg_bindir() / "psql"), "-q", "-v", "ON_ERROR_STOP=1", "-c", SETUP, url],
                        check=True)
         times = {(label, kind): [] for label, _ in STATEMENTS for kind, _ in BATCHES}

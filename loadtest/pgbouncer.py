@@ -26,7 +26,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from run import (ADMIN_TOKEN, PORT, ROOT, Seqvend, api, commit, cpu_seconds, log, machine, wrk,
+from run import (ADMIN_TOKEN, PORT, ROOT, Seqvend, api, cluster_url, commit, cpu_seconds, log, machine, wrk,
                  write_section, WRK_ROUNDS, WRK_SECONDS)
 
 INSTANCES = ("direct", "pooled", "pgbouncer")
@@ -40,12 +40,6 @@ ROUTES = (
     # own behind a pooler, a cached prepared statement straight to PostgreSQL.
     ("registry", "GET one sequence (a registry read)", "/sequences/bench", "registry_get.lua", ADMIN_TOKEN),
 )
-
-
-def cluster_url(data_dir):
-    port = (data_dir / "port").read_text().strip()
-    password = (data_dir / "password").read_text().strip()
-    return f"postgres://seqvend:{password}@127.0.0.1:{port}/seqvend"
 
 
 def start_pgbouncer(work, url):

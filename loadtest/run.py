@@ -214,14 +214,18 @@ def pg_bindir():
                                capture_output=True, text=True, check=True).stdout.strip())
 
 
+def cluster_url(data_dir):
+    """The URL of seqvend's private cluster in `data_dir`, as seqvend itself reaches it."""
+    port = (data_dir / "port").read_text().strip()
+    password = (data_dir / "password").read_text().strip()
+    return f"postgres://seqvend:{password}@127.0.0.1:{port}/seqvend"
+
+
 def analyze(data_dir):
     """ANALYZE the registry after creating 10,000 sequences at once, as autovacuum would
     within a minute: without statistics the first minute runs on poor plans."""
-    port = (data_dir / "port").read_text().strip()
-    password = (data_dir / "password").read_text().strip()
     psql = pg_bindir() / "psql"
-    url = f"postgres://seqvend:{password}@127.0.0.1:{port}/seqvend"
-    subprocess.run([str(psql), "-q", url, "-c", "ANALYZE seqvend.sequences, seqvend.ranges"], check=True)
+    subprocess.run([str(psql), "-q", cluster_url(data_dir), "-c", "ANALYZE seqvend.sequences, seqvend.ranges"], check=True)
 
 
 TICK = os.sysconf("SC_CLK_TCK")

@@ -118,9 +118,7 @@ class Build:
 
 def start_floor(base, data_dir):
     """examples/floor.rs on `base`, drawing from the PostgreSQL seqvend keeps in `data_dir`."""
-    port = (data_dir / "port").read_text().strip()
-    password = (data_dir / "password").read_text().strip()
-    url = f"postgres://seqvend:{password}@127.0.0.1:{port}/seqvend"
+    url = run.cluster_url(data_dir)
     with open(data_dir.parent / "floor.log", "a") as log_file:
         process = subprocess.Popen([str(FLOOR), base.removeprefix("http://"), url],
                                    stdout=log_file, stderr=log_file)
