@@ -16,12 +16,13 @@ noise on a shared disk).
 
 import datetime
 import os
+import re
 import statistics
 import subprocess
 import sys
 
 from blocks import BIN, before_and_after, publish, run_line, short_commit, spread, table_lines
-from run import log
+from run import ROOT, log
 
 ROUNDS = int(os.environ.get("VEND_ROUNDS", "5"))
 SECONDS = int(os.environ.get("VEND_SECONDS", "4"))
@@ -52,15 +53,22 @@ def through_vend(requests):
             f"array_fill(1, ARRAY[{requests}]));")
 
 
+def rust_sql(name):
+    """The SQL of the string constant `name` in src/vend/statement.rs, as seqvend sends it
+    (its line continuations joined), so that what is timed here is what a lane sends."""
+    source = (ROOT / "src" / "vend" / "statement.rs").read_text()
+    literal = re.search(rf'const {name}: &str =\s*"(.*?)";', source, re.S)
+    if not literal:
+        sys.exit(f"{name} not found in src/vend/statement.rs")
+    return re.sub(r"\\\n\s*", "", literal.group(1))
+
+
 def one_sequence(requests):
-    """The same batch as seqvend sends it since migration 20261204100000 (VEND_ONE_SEQUENCE_SQL
-    in src/vend/statement.rs, with its parameters written out)."""
+    """The same batch as seqvend sends it since migration 20261204100000:
+    VEND_ONE_SEQUENCE_SQL with its parameters written out."""
     counts = f"array_fill(1, ARRAY[{requests}])::int4[]"
-    return ("SELECT b.requests, b.outcome, b.vals, b.detail, o.vals "
-            f"FROM (SELECT seqvend.vend_one_sequence('big'::text, {counts}) AS vals OFFSET 0) AS o "
-            "LEFT JOIN LATERAL (SELECT * FROM seqvend.vend_batch("
-            f"array_fill('big'::text, ARRAY[{requests}]), {counts}) "
-            "WHERE o.vals IS NULL OFFSET 0) AS b ON true;")
+    sql = rust_sql("VEND_ONE_SEQUENCE_SQL")
+    return sql.replace("$1::text", "'big'::text").replace("$2::int4[]", counts) + ";"
 
 
 # A batch on several sequences: `vend()` whatever the schema.
