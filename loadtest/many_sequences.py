@@ -8,7 +8,8 @@ One seqvend and its floor server on one private PostgreSQL holding SEQUENCES seq
 through the API (as the speed run makes them). Then:
 
 - wrk -t1 -c64 on seqvend's no-op route, strict `next` on one sequence, `next` at random, the
-  floor on one sequence and the floor at random, ROUNDS rounds, routes taking turns;
+  floor on one sequence and the floor at random, ROUNDS rounds, routes taking turns, each with
+  the CPU a request cost the server that answered it and PostgreSQL (from /proc);
 - pgbench (prepared, one connection, each statement committed, in the vend pool's session
   settings) on a lane's batch of 17 requests (as under wrk -c64 with two lanes), on 17
   sequences at random and all on one sequence, ROUNDS rounds, statements taking turns: the
@@ -29,7 +30,8 @@ import tempfile
 from pathlib import Path
 
 import run
-from run import ROOT, cluster_url, commit, log, machine, pg_bindir, write_section
+from run import (ROOT, cluster_cpu_seconds, cluster_url, commit, cpu_seconds, log, machine,
+                 pg_bindir, write_section)
 from speed import SECONDS as WRK_SECONDS
 from speed import SEQUENCES, Build, rate, sequences
 
@@ -176,8 +178,22 @@ def spread(values, unit=""):
     return f"{statistics.median(values):,.2f}{unit} ({min(values):,.2f}–{max(values):,.2f})"
 
 
+def measured(build, path, script, on_floor):
+    """wrk's req/s on one route, and what a request cost in CPU (µs): the server answering
+    (seqvend or the floor) and PostgreSQL (every process of the cluster)."""
+    server = build.floor if on_floor else build.server.process
+    pgdata = build.data_dir / "pgdata"
+    before = cpu_seconds(server.pid), cluster_cpu_seconds(pgdata)
+    req_s = rate(build, path, script, base=build.floor_base if on_floor else None,
+                 env={"SEQUENCES": str(SEQUENCES)})
+    after = cpu_seconds(server.pid), cluster_cpu_seconds(pgdata)
+    per_request = 1e6 / (req_s * WRK_SECONDS)
+    return req_s, (after[0] - before[0]) * per_request, (after[1] - before[1]) * per_request
+
+
 def routes_table(runs):
-    lines = ["| route | req/s | ratio |", "|---|---|---|"]
+    lines = ["| route | req/s | ratio | CPU a request, µs: server, PostgreSQL |",
+             "|---|---|---|---|"]
     ratios = {"strict": ("noop", "the no-op route"), "random": ("strict", "strict `next`"),
               "floor_random": ("floor", "the floor")}
     labels = {"noop": "seqvend's no-op", "strict": "strict `next`, one sequence",
@@ -185,12 +201,16 @@ def routes_table(runs):
               "floor": "the floor, one sequence",
               "floor_random": f"the floor at random among the same {SEQUENCES:,}"}
     for key, *_ in ROUTES:
+        rates = [r for r, _, _ in runs[key]]
         ratio = "—"
         if key in ratios:
             other, name = ratios[key]
-            per_round = [a / b for a, b in zip(runs[key], runs[other])]
+            per_round = [a / b for a, (b, _, _) in zip(rates, runs[other])]
             ratio = f"{spread(per_round, '×')} {name}"
-        lines.append(f"| {labels[key]} | {statistics.median(runs[key]) / 1000:,.1f}k | {ratio} |")
+        server = statistics.median(s for _, s, _ in runs[key])
+        postgres = statistics.median(p for _, _, p in runs[key])
+        lines.append(f"| {labels[key]} | {statistics.median(rates) / 1000:,.1f}k | {ratio} | "
+                     f"{server:,.1f}, {postgres:,.1f} |")
     return "\n".join(lines)
 
 
@@ -214,9 +234,7 @@ def main():
         for round_ in range(ROUNDS):
             log(f"wrk, round {round_ + 1} of {ROUNDS}")
             for key, path, script, on_floor in ROUTES:
-                runs[key].append(rate(build, path, script,
-                                      base=build.floor_base if on_floor else None,
-                                      env={"SEQUENCES": str(SEQUENCES)}))
+                runs[key].append(measured(build, path, script, on_floor))
         url = cluster_url(build.data_dir)
         subprocess.run([str(pg_bindir() / "psql"), "-q", "-v", "ON_ERROR_STOP=1", "-c", SETUP, url],
                        check=True)
@@ -239,7 +257,9 @@ def main():
         f"prepared, one connection, in the vend pool's session settings, {SECONDS} s a "
         f"statement, {ROUNDS} rounds with the statements taking turns, each statement "
         "committed. Each figure the median of the rounds (min–max in brackets; a ratio taken "
-        "within each round).",
+        "within each round). A request's CPU: the user and system time of the server that "
+        "answered it (seqvend or the floor) and of every PostgreSQL process over a route's "
+        "run, divided by the requests wrk counted; wrk's own is the rest of the two cores.",
         "",
         routes_table(runs),
         "",
