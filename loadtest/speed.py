@@ -9,9 +9,11 @@ does not fall on the build being measured. The goals are set for a quiet machine
 build's own background work stays in its figures. Every measurement runs ROUNDS (3) times per
 build, the builds taking turns (A B, B A, A B), and each row is the median over the rounds of a
 figure taken beside its own baseline in the same round (strict vends ÷ the no-op route measured
-just before them, on the same build): the machine may be shared, so the spread of the rounds and
-the load average are written beside the table. A measurement a build cannot run (an endpoint it
-lacks) is reported as such, and the others go on.
+just before them, on the same build): the machine may be shared, so the spread of the rounds,
+the load average and the share of the cores that other processes used (and the hypervisor
+stole) are written beside the table, and the run is called quiet or noisy, with the reason. A
+measurement a build cannot run (an endpoint it lacks) is reported as such, and the others go
+on.
 
 Beside each build runs the floor of strict vends (examples/floor.rs, built from this checkout)
 on the build's own PostgreSQL: its routes are measured in the same rounds as the build's (wrk
@@ -47,8 +49,9 @@ from pathlib import Path
 import run
 from client import cold_run
 from counters import count_keys, create_keys, draw_new_keys
-from run import (PORT, ROOT, VEND_TOKEN, Seqvend, analyze, api, commit, create_sequence, k6, log,
-                 machine, metric, pg_bindir, wrk, write_section)
+from run import (PORT, ROOT, VEND_TOKEN, Seqvend, analyze, api, cluster_cpu_seconds, commit,
+                 cpu_seconds, create_sequence, k6, log, machine, metric, pg_bindir, wrk,
+                 write_section)
 
 QUICK = os.environ.get("SPEED_QUICK") == "1"
 ROUNDS = int(os.environ.get("SPEED_ROUNDS", "3"))
@@ -276,29 +279,85 @@ MEASUREMENTS = [
 
 
 class Load:
-    """The 1-minute load average before, during (at every measurement) and after the run."""
+    """How busy the machine was with other work: the 1-minute load average before, during (at
+    every measurement) and after the run, which counts the run's own processes too; and, from
+    /proc, the share of the cores that processes other than the run's used, and the share the
+    hypervisor stole, between `start` and `finish`."""
+
+    QUIET_SHARE = 0.05  # of the cores, for others and for steal alike
+    QUIET_SPREAD = 0.15  # the widest spread of a ratio row's rounds
 
     def __init__(self):
         self.before = os.getloadavg()[0]
         self.during = []
         self.started = datetime.datetime.now(datetime.timezone.utc)
+        # (when, the machine's busy time, steal, the run's own CPU), in seconds
+        self.first = self.last = None
 
     def sample(self):
         self.during.append(os.getloadavg()[0])
 
-    def verdict(self, largest_spread):
-        """Quiet: the load stayed under the cores seqvend, PostgreSQL and the load generator
-        share, and no row's rounds spread by more than 15%."""
-        busy = statistics.median(self.during or [self.before]) > os.cpu_count()
-        if busy or largest_spread > 0.15 or ROUNDS < 2:
-            return "a noisy run (or too few rounds to tell): read the ratios, not the absolute rates"
+    def start(self, builds):
+        self.first = (time.monotonic(), *self.cpu(builds))
+
+    def finish(self, builds):
+        self.last = (time.monotonic(), *self.cpu(builds))
+
+    @staticmethod
+    def cpu(builds):
+        """CPU seconds so far: the machine's busy time, the time stolen from it, and the run's
+        own processes' (each build's seqvend, floor server and PostgreSQL; this script and what
+        it ran and waited for: wrk, k6, pgbench, client_bench). The busy time counts interrupts
+        too: where the kernel accounts CPU by ticks (no CONFIG_IRQ_TIME_ACCOUNTING), the time
+        a process spends in them, the loopback network's mostly, is also its system time."""
+        user, nice, system, _, _, irq, softirq, steal = (
+            int(x) for x in Path("/proc/stat").read_text().split("\n")[0].split()[1:9])
+        own = sum(cpu_seconds(p.pid) for b in builds for p in b.processes())
+        own += sum(cluster_cpu_seconds(b.data_dir / "pgdata") for b in builds)
+        times = os.times()
+        own += times.user + times.system + times.children_user + times.children_system
+        return (user + nice + system + irq + softirq) / run.TICK, steal / run.TICK, own
+
+    def shares(self):
+        """(others, stolen) as shares of the cores over the run, or None if not measured."""
+        if not (self.first and self.last):
+            return None
+        seconds, busy, steal, own = (b - a for a, b in zip(self.first, self.last))
+        capacity = seconds * os.cpu_count()
+        return max(busy - own, 0) / capacity, steal / capacity
+
+    def verdict(self, widest):
+        """Quiet: other processes and the hypervisor each took under QUIET_SHARE of the cores,
+        and no ratio row's rounds spread by more than QUIET_SPREAD. `widest` is (spread, row
+        label) over the ratio rows."""
+        reasons = []
+        shares = self.shares()
+        if shares is None:
+            reasons.append("the CPU of other processes was not measured")
+        else:
+            others, stolen = shares
+            if others >= self.QUIET_SHARE:
+                reasons.append(f"other processes took {others:.0%} of the cores")
+            if stolen >= self.QUIET_SHARE:
+                reasons.append(f"the hypervisor stole {stolen:.0%} of them")
+        if ROUNDS < 2:
+            reasons.append("too few rounds to tell")
+        elif widest[0] > self.QUIET_SPREAD:
+            label = widest[1] if len(widest[1]) <= 60 else widest[1][:59] + "…"
+            reasons.append(f"the rounds of row \"{label}\" spread by {widest[0]:.0%}")
+        if reasons:
+            return f"a noisy run ({'; '.join(reasons)}): read the ratios, not the absolute rates"
         return "a quiet run"
 
     def text(self):
         during = self.during or [self.before]
+        shares = self.shares()
+        cpu = "" if shares is None else (
+            f"; other processes than the run's used {shares[0]:.1%} of the cores, and the "
+            f"hypervisor stole {shares[1]:.1%}")
         return (f"{self.before:.1f} before, {min(during):.1f}–{max(during):.1f} during (median "
                 f"{statistics.median(during):.1f}), {os.getloadavg()[0]:.1f} after, on "
-                f"{os.cpu_count()} cores")
+                f"{os.cpu_count()} cores, the run's own processes included{cpu}")
 
 
 def try_step(build, name, step):
@@ -481,10 +540,17 @@ def verdict(row, this, baseline):
 
 
 def spread(builds):
-    """The rounds' spread, (max − min) ÷ median, over every row and build: (largest, median)."""
-    spreads = [(f[2] - f[1]) / abs(f[0]) for row in ROWS for b in builds
+    """The rounds' spread, (max − min) ÷ median, over every row and build: (largest, median);
+    and the widest over the rows that are ratios (a rate beside its same-run baseline, what
+    the goals judge; not row 7's tail latencies nor the client's few waits, which spread by
+    nature) as (spread, row label)."""
+    spreads = [((f[2] - f[1]) / abs(f[0]), row) for row in ROWS for b in builds
                if (f := row_figure(row, b)) and f[0]]
-    return (max(spreads), statistics.median(spreads)) if spreads else (0, 0)
+    if not spreads:
+        return 0, 0, (0, "")
+    ratios = [(x, row.label) for x, row in spreads if row.unit is times]
+    return (max(x for x, _ in spreads), statistics.median(x for x, _ in spreads),
+            max(ratios, default=(0, "")))
 
 
 def table(builds):
@@ -501,7 +567,7 @@ def table(builds):
 
 def section(builds, load, started):
     this, baseline = builds[-1], (builds[0] if len(builds) > 1 else None)
-    largest, typical = spread(builds)
+    largest, typical, widest = spread(builds)
     against = f"against `{baseline.commit}`" if baseline else "without a baseline build"
     unsupported = [f"- {b.label}: {name} — {reason}" for b in builds for name, reason in b.failed.items()]
     lines = [
@@ -513,7 +579,8 @@ def section(builds, load, started):
         f"{pg_bindir().parent.name}; the whole run took {minutes(started):.0f} minutes",
         f"- This build: commit {this.commit}, {against}",
         f"- Load average (1 min): {load.text()}. The rounds' spread ((max − min) ÷ median of a "
-        f"row's figure) was {typical:.0%} typically and {largest:.0%} at most: {load.verdict(largest)}.",
+        f"row's figure) was {typical:.0%} typically and {largest:.0%} at most: "
+        f"{load.verdict(widest)}.",
         f"- Method: both builds run at once, each with its own private PostgreSQL; while one is "
         f"measured the other's seqvend and floor server are paused (SIGSTOP); {ROUNDS} round(s) of every measurement, the builds taking turns "
         f"(A B, B A, …); each figure the median over the rounds (a ratio, where the row is one, "
@@ -561,7 +628,9 @@ def main():
     try:
         for build in builds:
             build.start()
+        load.start(builds)
         measure(builds, load)
+        load.finish(builds)
     finally:
         for build in builds:
             build.stop()
