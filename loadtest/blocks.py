@@ -19,7 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from run import commit, log, machine, pg_bindir, write_section
+from run import commit, log, machine, pg_bindir, spread, write_section
 
 ROUNDS = int(os.environ.get("BLOCKS_ROUNDS", "5"))
 SECONDS = int(os.environ.get("BLOCKS_SECONDS", "5"))
@@ -161,10 +161,6 @@ def baseline_migrations(baseline):
 
 def current_migrations():
     return [(p.name, p.read_text()) for p in sorted(Path("migrations").glob("*.sql"))]
-
-
-def spread(values):
-    return f"{statistics.median(values):,.2f} ({min(values):,.2f}–{max(values):,.2f})"
 
 
 def short_commit(ref):

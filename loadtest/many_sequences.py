@@ -25,13 +25,12 @@ import os
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import run
 from run import (ROOT, cluster_cpu_seconds, cluster_url, commit, cpu_seconds, log, machine,
-                 pg_bindir, write_section)
+                 pg_bindir, pgbench_latency, spread, write_section)
 from speed import SECONDS as WRK_SECONDS
 from speed import SEQUENCES, Build, rate, sequences
 
@@ -160,24 +159,6 @@ ROUTES = [
 ]
 
 
-def pgbench(url, sql):
-    """Average latency (ms) of `sql`, prepared, one connection, in the vend pool's settings."""
-    with tempfile.NamedTemporaryFile("w", suffix=".sql") as script:
-        script.write(sql.strip() + ";\n")
-        script.flush()
-        done = subprocess.run([str(pg_bindir() / "pgbench"), "-n", "-M", "prepared", "-c", "1",
-                               "-T", str(SECONDS), "-f", script.name, url],
-                              env=dict(os.environ, PGOPTIONS=SESSION), capture_output=True,
-                              text=True)
-    if done.returncode != 0:
-        sys.exit(f"pgbench failed: {done.stderr}")
-    return float(done.stdout.split("latency average = ")[1].split()[0])
-
-
-def spread(values, unit=""):
-    return f"{statistics.median(values):,.2f}{unit} ({min(values):,.2f}–{max(values):,.2f})"
-
-
 def measured(build, path, script, on_floor):
     """wrk's req/s on one route, and what a request cost in CPU (µs): the server answering
     (seqvend or the floor) and PostgreSQL (every process of the cluster)."""
@@ -243,7 +224,8 @@ def main():
             log(f"pgbench, round {round_} of {ROUNDS}" if round_ else "pgbench, warming up")
             for kind, batch in BATCHES:
                 for label, statement in STATEMENTS:
-                    latency = pgbench(url, statement(batch))
+                    latency = pgbench_latency([url], statement(batch).strip() + ";",
+                                              SECONDS, SESSION)
                     if round_:
                         times[label, kind].append(latency)
     finally:

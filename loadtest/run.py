@@ -221,6 +221,27 @@ def cluster_url(data_dir):
     return f"postgres://seqvend:{password}@127.0.0.1:{port}/seqvend"
 
 
+def pgbench_latency(target, sql, seconds, options=None):
+    """Average latency (ms) of the pgbench script `sql`, prepared, on one connection for
+    `seconds`. `target` is pgbench's connection arguments (a URL, or -h, -p, -U and the
+    database); `options`, session settings as PGOPTIONS takes them."""
+    env = dict(os.environ, **({"PGOPTIONS": options} if options else {}))
+    with tempfile.NamedTemporaryFile("w", suffix=".sql") as script:
+        script.write(sql + "\n")
+        script.flush()
+        done = subprocess.run([str(pg_bindir() / "pgbench"), "-n", "-M", "prepared", "-c", "1",
+                               "-T", str(seconds), "-f", script.name, *target],
+                              env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"pgbench failed: {done.stderr}")
+    return float(done.stdout.split("latency average = ")[1].split()[0])
+
+
+def spread(values, unit=""):
+    """The median of `values`, then their least and greatest in brackets."""
+    return f"{statistics.median(values):,.2f}{unit} ({min(values):,.2f}–{max(values):,.2f})"
+
+
 def analyze(data_dir):
     """ANALYZE the registry after creating 10,000 sequences at once, as autovacuum would
     within a minute: without statistics the first minute runs on poor plans."""

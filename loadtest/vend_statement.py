@@ -18,11 +18,10 @@ import datetime
 import os
 import re
 import statistics
-import subprocess
 import sys
 
-from blocks import BIN, before_and_after, publish, run_line, short_commit, spread, table_lines
-from run import ROOT, log
+from blocks import before_and_after, publish, run_line, short_commit, table_lines
+from run import ROOT, log, pgbench_latency, spread
 
 ROUNDS = int(os.environ.get("VEND_ROUNDS", "5"))
 SECONDS = int(os.environ.get("VEND_SECONDS", "4"))
@@ -86,18 +85,6 @@ HAS_ONE_SEQUENCE = ("SELECT to_regprocedure('seqvend.vend_one_sequence(text, int
                     "IS NOT NULL")
 
 
-def pgbench(cluster, db, sql):
-    """Average latency (ms) of `sql`, prepared, one connection."""
-    script = cluster.root / "vend.sql"
-    script.write_text(sql + "\n")
-    done = subprocess.run([str(BIN / "pgbench"), "-n", "-M", "prepared", "-c",
-                           "1", "-T", str(SECONDS), "-f", str(script)]
-                          + cluster.args(db)[:-2] + [db], capture_output=True, text=True)
-    if done.returncode != 0:
-        sys.exit(f"pgbench failed on {db}: {done.stderr}")
-    return float(done.stdout.split("latency average = ")[1].split()[0])
-
-
 def rows(cluster):
     out = []
     direct = {db: cluster.psql(db, HAS_ONE_SEQUENCE) == "t" for db in ("before", "after")}
@@ -107,7 +94,10 @@ def rows(cluster):
             for _ in range(ROUNDS):
                 for db in ("before", "after"):
                     sql = statements[direct[db]]
-                    runs[db].append(pgbench(cluster, db, f"BEGIN;\n{sql}\n{ending};"))
+                    # pgbench takes the database as its last argument: its -d is --debug.
+                    target = cluster.args(db)[:-2] + [db]
+                    script = f"BEGIN;\n{sql}\n{ending};"
+                    runs[db].append(pgbench_latency(target, script, SECONDS))
             ratio = [b / a for b, a in zip(runs["before"], runs["after"])]
             row = [label, "committed" if ending == "COMMIT" else "rolled back",
                    spread(runs["before"]), spread(runs["after"]),
