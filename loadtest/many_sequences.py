@@ -163,11 +163,10 @@ def measured(build, path, script, on_floor):
     """wrk's req/s on one route, and what a request cost in CPU (µs): the server answering
     (seqvend or the floor) and PostgreSQL (every process of the cluster)."""
     server = build.floor if on_floor else build.server.process
-    pgdata = build.data_dir / "pgdata"
-    before = cpu_seconds(server.pid), cluster_cpu_seconds(pgdata)
+    before = cpu_seconds(server.pid), cluster_cpu_seconds(build.pgdata)
     req_s = rate(build, path, script, base=build.floor_base if on_floor else None,
                  env={"SEQUENCES": str(SEQUENCES)})
-    after = cpu_seconds(server.pid), cluster_cpu_seconds(pgdata)
+    after = cpu_seconds(server.pid), cluster_cpu_seconds(build.pgdata)
     per_request = 1e6 / (req_s * WRK_SECONDS)
     return req_s, (after[0] - before[0]) * per_request, (after[1] - before[1]) * per_request
 

@@ -98,6 +98,11 @@ class Build:
         return run.WORK / self.label / "pg"
 
     @property
+    def pgdata(self):
+        """The private cluster's data directory, inside `data_dir`."""
+        return self.data_dir / "pgdata"
+
+    @property
     def floor_base(self):
         return f"http://127.0.0.1:{self.port + FLOOR_PORT_OFFSET}"
 
@@ -313,7 +318,7 @@ class Load:
         user, nice, system, _, _, irq, softirq, steal = (
             int(x) for x in Path("/proc/stat").read_text().split("\n")[0].split()[1:9])
         own = sum(cpu_seconds(p.pid) for b in builds for p in b.processes())
-        own += sum(cluster_cpu_seconds(b.data_dir / "pgdata") for b in builds)
+        own += sum(cluster_cpu_seconds(b.pgdata) for b in builds)
         times = os.times()
         own += times.user + times.system + times.children_user + times.children_system
         return (user + nice + system + irq + softirq) / run.TICK, steal / run.TICK, own
