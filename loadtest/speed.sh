@@ -3,10 +3,13 @@
 # block leases, the thick client from a cold start, k6 latency at a constant rate, many
 # sequences, counters), this build beside the build of a baseline commit in the same run,
 # rounds interleaved, medians of 3; and the floor of strict vends (examples/floor.rs), built
-# from this checkout, beside each build. Writes the "speed" section of loadtest/RESULTS.md.
+# from this checkout, beside each build. A quiet run writes the "speed" section of
+# loadtest/RESULTS.md.
 #   loadtest/speed.sh 52c83cf                   # about 20 minutes with a baseline
 #   loadtest/speed.sh                           # this build alone (each row still beside its
 #                                               # own same-run baseline route)
+#   SPEED_RECORD=1 loadtest/speed.sh 52c83cf    # a noisy run too replaces the table of
+#                                               # record (otherwise: target/loadtest/)
 #   SPEED_QUICK=1 loadtest/speed.sh 52c83cf     # short runs to try it out; writes
 #                                               # target/loadtest/speed-quick.md instead
 # SPEED_ROUNDS (3), WRK_SECONDS (10) and LOADTEST_PORT (18080; the baseline takes the next
