@@ -14,7 +14,9 @@ through the API (as the speed run makes them). Then:
   settings) on a lane's batch of 17 requests (as under wrk -c64 with two lanes), on 17
   sequences at random and all on one sequence, ROUNDS rounds, statements taking turns: the
   names alone, the floor's draw, the floor's draw with the marks' UPDATE, a draw that reads
-  nothing of the registry (Batch.prototype: timed, not built), and what seqvend sends.
+  nothing of the registry (Batch.prototype: timed, not built), the same draw reading its
+  ranges' rows rather than writing them, as one owner a range would (Batch.owner_draw: timed,
+  not built), and what seqvend sends.
 
 The database is a benchmark's: the floor's draws are gaps in its ranges, and the prototype
 gives its marks a column seqvend does not have.
@@ -102,13 +104,11 @@ WITH b AS MATERIALIZED (SELECT b.* FROM {self.asked()}),
                  WHERE m.range_id = r.range_id RETURNING 1)
 SELECT (SELECT vals FROM drawn), (SELECT count(*) FROM marked), pg_current_xact_id()::text"""
 
-    def prototype(self):
-        """A draw that reads nothing of the registry per sequence: the advisory locks taken by
-        ids the instance would keep, the values drawn and checked against the bounds it would
-        keep (inside, no two alike), and the marks written by an UPDATE whose condition is the
-        check the registry read makes now (the range still drawable, the mark below the first
-        value drawn): at read committed an UPDATE tests the newest committed row, whatever its
-        snapshot. Increasing sequences only, as all of the benchmark's are."""
+    def checked_draw(self):
+        """The CTEs that lock, draw and check without reading the registry: the advisory locks
+        taken by ids the instance would keep, the values drawn and checked against the bounds
+        it would keep (inside, no two alike). Increasing sequences only, as all of the
+        benchmark's are."""
         return f"""
 WITH ask AS MATERIALIZED (SELECT b.* FROM {self.asked()}),
      locked AS MATERIALIZED (
@@ -123,7 +123,14 @@ WITH ask AS MATERIALIZED (SELECT b.* FROM {self.asked()}),
        SELECT d.range_id, d.vals, d.vals[1] AS first, d.vals[cardinality(d.vals)] AS last
          FROM drawn d
         WHERE (SELECT bool_and(v BETWEEN d.min_value AND d.max_value)
-                      AND count(DISTINCT v) = count(*) FROM unnest(d.vals) AS v)),
+                      AND count(DISTINCT v) = count(*) FROM unnest(d.vals) AS v))"""
+
+    def prototype(self):
+        """A draw that reads nothing of the registry per sequence (`checked_draw`), its marks
+        written by an UPDATE whose condition is the check the registry read makes now (the
+        range still drawable, the mark below the first value drawn): at read committed an
+        UPDATE tests the newest committed row, whatever its snapshot."""
+        return f"""{self.checked_draw()},
      marked AS (
        UPDATE seqvend.range_marks m SET high_water = c.last FROM checked c
         WHERE m.range_id = c.range_id AND m.drawable
@@ -131,6 +138,20 @@ WITH ask AS MATERIALIZED (SELECT b.* FROM {self.asked()}),
        RETURNING m.range_id)
 SELECT array_agg(c.range_id), sum(cardinality(c.vals)), pg_current_xact_id()::text
   FROM checked c JOIN marked USING (range_id)"""
+
+    def owner_draw(self):
+        """The same draw by the one instance that owns each range (docs/design.md, "Rewinds
+        caught without a write per draw"): each range's row read under the locks, not written
+        (whether it may still be drawn from, and by this instance, within what it reserved;
+        the mark's row and test stand in for those columns). The commit still writes WAL and
+        waits for its flush: the transaction id and the logical message, as the floor's."""
+        return f"""{self.checked_draw()},
+     owned AS (
+       SELECT c.range_id FROM checked c JOIN seqvend.range_marks m USING (range_id)
+        WHERE m.drawable AND (m.high_water IS NULL OR m.high_water < c.first))
+SELECT array_agg(c.range_id), sum(cardinality(c.vals)), pg_current_xact_id()::text,
+       pg_logical_emit_message(true, 'seqvend_floor', '')
+  FROM checked c JOIN owned USING (range_id)"""
 
     def seqvend(self):
         """What seqvend's lane sends for the batch (its common case)."""
@@ -145,6 +166,8 @@ STATEMENTS = [
     ("the floor: each request's row found by an index, `nextval`, a durable commit", Batch.floor),
     ("the floor, and the marks' `UPDATE`", Batch.floor_marks),
     ("a draw reading nothing of the registry (timed, not built)", Batch.prototype),
+    ("the same, each range's row read rather than written: one owner a range (timed, not built)",
+     Batch.owner_draw),
     ("what seqvend sends: `vend()` (`vend_batch`) at random, `vend_one_sequence()` on one",
      Batch.seqvend),
 ]
