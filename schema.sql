@@ -1035,6 +1035,9 @@ CREATE FUNCTION seqvend.replay_durably() RETURNS void
     LANGUAGE plpgsql
     AS $$
 BEGIN
+    IF current_setting('synchronous_commit') <> 'on' THEN
+        PERFORM set_config('synchronous_commit', 'on', true);
+    END IF;
     PERFORM pg_logical_emit_message(true, 'seqvend', 'replay');
 END
 $$;

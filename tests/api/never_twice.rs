@@ -824,12 +824,18 @@ async fn draws_force_synchronous_commit_whatever_the_session_says() {
     let client = db.connect().await;
     // The vend statement twice: a sequence's first draw is served by its general path, the
     // next ones by its common case, which sets only what its session lacks; then that common
-    // case asked for directly, as seqvend asks for it.
+    // case asked for directly, as seqvend asks for it. Then a keyed vend twice: a draw, and a
+    // replay that draws nothing, whose commit must still wait for a synchronous standby.
+    let keyed_vend = "seqvend.vend_keyed(ARRAY['seq'], ARRAY[1], ARRAY['owner'], ARRAY['key'], \
+                      ARRAY['next:seq:1'], interval '1 hour')";
+    let keyed = format!("SELECT * FROM {keyed_vend}");
     let statements = [
         "SELECT seqvend.draw_counters(ARRAY['fam'], ARRAY['k'], ARRAY[1])",
         "SELECT seqvend.vend(ARRAY['seq'], ARRAY[1])",
         "SELECT seqvend.vend(ARRAY['seq'], ARRAY[1])",
         "SELECT seqvend.vend_one_sequence('seq', ARRAY[1])",
+        &keyed,
+        &keyed,
     ];
     for statement in statements {
         client
@@ -845,4 +851,11 @@ async fn draws_force_synchronous_commit_whatever_the_session_says() {
         client.batch_execute("COMMIT").await.unwrap();
         assert_eq!(in_force, "on", "{statement}");
     }
+    // The second keyed vend drew nothing: the key's answer is the first one's, replayed.
+    let outcome: String = client
+        .query_one(&format!("SELECT outcome FROM {keyed_vend}"), &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(outcome, "replayed");
 }
