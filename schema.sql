@@ -1138,7 +1138,7 @@ BEGIN
     SELECT DISTINCT ON (f.i) f.i, f.request, f.status, f.vals, f.runs_first, f.runs_last,
            f.lease_expires_at
       FROM found f
-     ORDER BY f.i, f.created_at;
+     ORDER BY f.i, f.created_at DESC;
 END
 $$;
 

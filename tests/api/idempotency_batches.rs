@@ -940,3 +940,32 @@ async fn a_key_used_for_a_lease_and_a_vend_is_reused_either_way() {
         .assert_error(422, "idempotency_key_reused");
     assert_eq!(app.next_value("both").await, 7);
 }
+
+/// A retry whose transaction began before its key's answer expired, served after another retry
+/// found that answer expired and drew anew: it replays the newer answer, as every retry after
+/// it does, rather than the expired one its clock still calls live.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_retry_begun_before_its_answer_expired_replays_the_newest_answer() {
+    let db = TestDb::shared().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    app.create_ok("expiring", 1, 1000).await;
+    // Answers kept for no time at all: each expires as it is stored.
+    let keyed = "SELECT outcome, vals FROM seqvend.vend_keyed(ARRAY['expiring'], ARRAY[1], \
+                 ARRAY['late-retry'], ARRAY['parcel'], ARRAY['next:expiring:one'], interval '0')";
+    // The late retry's transaction, and so its clock (now()), begins before either answer.
+    let late = db.connect().await;
+    late.batch_execute("BEGIN").await.unwrap();
+    let client = db.connect().await;
+    let first = client.query_one(keyed, &[]).await.unwrap();
+    assert_eq!(first.get::<_, String>(0), "ok");
+    assert_eq!(first.get::<_, Vec<i64>>(1), [1]);
+    // A retry after it: the first answer has expired, so it draws anew.
+    let second = client.query_one(keyed, &[]).await.unwrap();
+    assert_eq!(second.get::<_, String>(0), "ok");
+    assert_eq!(second.get::<_, Vec<i64>>(1), [2]);
+    // By the late retry's clock both answers are live: it replays the newer.
+    let replay = late.query_one(keyed, &[]).await.unwrap();
+    late.batch_execute("COMMIT").await.unwrap();
+    assert_eq!(replay.get::<_, String>(0), "replayed");
+    assert_eq!(replay.get::<_, Vec<i64>>(1), [2]);
+}
