@@ -9,7 +9,7 @@ use utoipa::ToSchema;
 use super::caller::Caller;
 use super::error::{ApiError, ErrorBody, RegistryFailures};
 use super::extract::JsonObject;
-use super::paging::ListQuery;
+use super::paging::{visible_page, ListQuery};
 use crate::auth::{Resource, Verb};
 use crate::domain::{SequenceName, SequenceSpec};
 use crate::registry::{FamilyPage, FamilyView};
@@ -112,13 +112,20 @@ pub async fn list(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Verb::Read, Resource::AnySequence)?;
     let asked = query.page("family")?;
-    let mut page = service
-        .list_families(asked.after.as_ref(), asked.limit)
-        .await?;
-    // A token scoped to some families sees those; the page keeps its place in the names.
-    page.families
-        .retain(|listed| caller.may(Verb::Read, family(&listed.name)));
-    Ok(HttpResponse::Ok().json(page))
+    let service = &service;
+    // A token scoped to some families sees those, and nothing of the others' names.
+    let (families, next) = visible_page(
+        asked.after,
+        asked.limit,
+        |after| async move {
+            let page = service.list_families(after.as_ref(), asked.limit).await?;
+            Ok::<_, ApiError>((page.families, page.next))
+        },
+        |listed: &FamilyView| caller.may(Verb::Read, family(&listed.name)),
+        |listed| &listed.name,
+    )
+    .await?;
+    Ok(HttpResponse::Ok().json(FamilyPage { families, next }))
 }
 
 #[utoipa::path(

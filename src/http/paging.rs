@@ -1,6 +1,8 @@
 //! The paging every list shares: `limit` 1–1000 (100 by default) and, for lists in name
 //! order, `after` a name.
 
+use std::future::Future;
+
 use serde::Deserialize;
 use utoipa::IntoParams;
 
@@ -56,4 +58,41 @@ fn after_name(after: Option<&str>, what: &str) -> Result<Option<SequenceName>, A
         .map(SequenceName::parse)
         .transpose()
         .map_err(|err| ApiError::InvalidRequest(format!("`after` must be a {what} name: {err}")))
+}
+
+/// A page of only the items `visible` keeps, `limit` of them where the list has that many:
+/// `read` is asked for pages from `after` on until enough are kept or the list ends. Its next
+/// cursor is the last kept item's name, never the name of an item the caller may not see: a
+/// hidden name there would let a token scoped to some names walk every other name, a page at
+/// a time.
+pub async fn visible_page<T, E, Page>(
+    after: Option<SequenceName>,
+    limit: u32,
+    read: impl Fn(Option<SequenceName>) -> Page,
+    visible: impl Fn(&T) -> bool,
+    name: impl Fn(&T) -> &str,
+) -> Result<(Vec<T>, Option<String>), ApiError>
+where
+    Page: Future<Output = Result<(Vec<T>, Option<String>), E>>,
+    ApiError: From<E>,
+{
+    let limit = limit as usize;
+    let mut kept = Vec::new();
+    let mut after = after;
+    loop {
+        let (items, next) = read(after).await?;
+        kept.extend(items.into_iter().filter(|item| visible(item)));
+        match next {
+            Some(next) if kept.len() < limit => after = Some(SequenceName::parse(&next)?),
+            next => {
+                let more = next.is_some() || kept.len() > limit;
+                kept.truncate(limit);
+                let next = kept
+                    .last()
+                    .filter(|_| more)
+                    .map(|item| name(item).to_owned());
+                return Ok((kept, next));
+            }
+        }
+    }
 }

@@ -12,7 +12,7 @@ use super::caller::Caller;
 use super::error::ApiError;
 use super::error::{ErrorBody, RegistryFailures};
 use super::extract::JsonObject;
-use super::paging::ListQuery;
+use super::paging::{visible_page, ListQuery};
 use crate::auth::{Resource, Verb};
 use crate::carriers::{Format, FormatError};
 use crate::domain::{AlertThresholds, CachePolicy, RangeBounds, SequenceName, SequenceSpec};
@@ -314,20 +314,28 @@ pub async fn list(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Verb::Read, Resource::AnySequence)?;
     let asked = query.page("sequence")?;
-    let mut page = service
-        .list_sequences(asked.after.as_ref(), asked.limit)
-        .await?;
-    // A token scoped to some sequences sees those; the page keeps its place in the names.
-    page.sequences.retain(|sequence| {
-        caller.may(
-            Verb::Read,
-            Resource::Sequence {
-                name: &sequence.name,
-                namespace: Some(&sequence.namespace),
-            },
-        )
-    });
-    Ok(HttpResponse::Ok().json(page))
+    let service = &service;
+    // A token scoped to some sequences sees those, and nothing of the others' names.
+    let (sequences, next) = visible_page(
+        asked.after,
+        asked.limit,
+        |after| async move {
+            let page = service.list_sequences(after.as_ref(), asked.limit).await?;
+            Ok::<_, ApiError>((page.sequences, page.next))
+        },
+        |sequence: &SequenceView| {
+            caller.may(
+                Verb::Read,
+                Resource::Sequence {
+                    name: &sequence.name,
+                    namespace: Some(&sequence.namespace),
+                },
+            )
+        },
+        |sequence| &sequence.name,
+    )
+    .await?;
+    Ok(HttpResponse::Ok().json(SequencePage { sequences, next }))
 }
 
 #[utoipa::path(

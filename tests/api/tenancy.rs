@@ -1,6 +1,6 @@
 //! One tenant's tokens never reach another's: who owns an idempotency key across a token
-//! rotation, who may claim a namespace (a carrier account included), and who may take values
-//! and worker ids in bulk.
+//! rotation, who may claim a namespace (a carrier account included), who may take values
+//! and worker ids in bulk, and what a scoped token's pages of names show.
 
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
@@ -278,4 +278,47 @@ async fn a_vend_scope_neither_leases_values_nor_worker_ids_and_a_lease_scope_doe
         )
         .await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+}
+
+/// Every page of `list` (`/sequences` or `/families`) for `secret`, one name a page: the names
+/// listed, and every `next` given.
+async fn walk(app: &TestApp, list: &str, secret: &str) -> (Vec<String>, Vec<String>) {
+    let (mut names, mut cursors) = (Vec::new(), Vec::new());
+    let mut after = String::new();
+    loop {
+        let path = format!("/{list}?limit=1{after}");
+        let page = app.request(Method::GET, &path, Some(secret), None).await;
+        assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+        for item in page.body[list].as_array().unwrap() {
+            names.push(item["name"].as_str().unwrap().to_owned());
+        }
+        let Some(next) = page.body["next"].as_str() else {
+            return (names, cursors);
+        };
+        cursors.push(next.to_owned());
+        after = format!("&after={next}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_scoped_tokens_pages_name_nothing_outside_its_scope() {
+    let app = spawn_app().await;
+    for name in ["a-other", "b-1", "b-2", "c-other"] {
+        app.create_ok(name, 1, 1000).await;
+        app.create_family_ok(json!({"name": name})).await;
+    }
+    let secret = token(&app, "tenant-b", &["read:b-*"]).await;
+    for list in ["sequences", "families"] {
+        let (names, cursors) = walk(&app, list, &secret).await;
+        assert_eq!(names, ["b-1", "b-2"], "{list}");
+        // Each page's `next` is a name the token may read (a hidden one would let it walk
+        // every other tenant's names, a page at a time).
+        assert!(
+            cursors.iter().all(|next| next.starts_with("b-")),
+            "{list}: {cursors:?}"
+        );
+        // The bootstrap admin still walks them all.
+        let (all, _) = walk(&app, list, ADMIN_TOKEN).await;
+        assert_eq!(all, ["a-other", "b-1", "b-2", "c-other"], "{list}");
+    }
 }
