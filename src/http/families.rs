@@ -117,8 +117,8 @@ pub async fn list(
     let (families, next) = visible_page(
         asked.after,
         asked.limit,
-        |after| async move {
-            let page = service.list_families(after.as_ref(), asked.limit).await?;
+        |after, size| async move {
+            let page = service.list_families(after.as_ref(), size).await?;
             Ok::<_, ApiError>((page.families, page.next))
         },
         |listed: &FamilyView| caller.may(Verb::Read, family(&listed.name)),

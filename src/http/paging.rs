@@ -61,14 +61,15 @@ fn after_name(after: Option<&str>, what: &str) -> Result<Option<SequenceName>, A
 }
 
 /// A page of only the items `visible` keeps, `limit` of them where the list has that many:
-/// `read` is asked for pages from `after` on until enough are kept or the list ends. Its next
-/// cursor is the last kept item's name, never the name of an item the caller may not see: a
-/// hidden name there would let a token scoped to some names walk every other name, a page at
-/// a time.
+/// `read` is asked for a page of `limit` from `after` on, then for pages of `MAX_PAGE` (a
+/// token that sees few of many names would otherwise cost a read per hidden page) until enough
+/// are kept or the list ends. Its next cursor is the last kept item's name, never the name of
+/// an item the caller may not see: a hidden name there would let a token scoped to some names
+/// walk every other name, a page at a time.
 pub async fn visible_page<T, E, Page>(
     after: Option<SequenceName>,
     limit: u32,
-    read: impl Fn(Option<SequenceName>) -> Page,
+    read: impl Fn(Option<SequenceName>, u32) -> Page,
     visible: impl Fn(&T) -> bool,
     name: impl Fn(&T) -> &str,
 ) -> Result<(Vec<T>, Option<String>), ApiError>
@@ -76,14 +77,18 @@ where
     Page: Future<Output = Result<(Vec<T>, Option<String>), E>>,
     ApiError: From<E>,
 {
+    let mut size = limit;
     let limit = limit as usize;
     let mut kept = Vec::new();
     let mut after = after;
     loop {
-        let (items, next) = read(after).await?;
+        let (items, next) = read(after, size).await?;
         kept.extend(items.into_iter().filter(|item| visible(item)));
         match next {
-            Some(next) if kept.len() < limit => after = Some(SequenceName::parse(&next)?),
+            Some(next) if kept.len() < limit => {
+                after = Some(SequenceName::parse(&next)?);
+                size = MAX_PAGE;
+            }
             next => {
                 let more = next.is_some() || kept.len() > limit;
                 kept.truncate(limit);

@@ -319,8 +319,8 @@ pub async fn list(
     let (sequences, next) = visible_page(
         asked.after,
         asked.limit,
-        |after| async move {
-            let page = service.list_sequences(after.as_ref(), asked.limit).await?;
+        |after, size| async move {
+            let page = service.list_sequences(after.as_ref(), size).await?;
             Ok::<_, ApiError>((page.sequences, page.next))
         },
         |sequence: &SequenceView| {
