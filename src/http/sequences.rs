@@ -262,15 +262,18 @@ pub async fn add_range(
     let name = SequenceName::parse(&name)?;
     let known = require_on_sequence(&caller, Verb::Admin, &service, &name).await?;
     let bounds = RangeBounds::parse(&body.min, &body.max)?;
-    // A namespace and a format never change, so checking before the registry's transaction
-    // is race-free. No such sequence: `add_range` answers it.
-    if let Known::Sequence(entry) = known {
-        // A range claims number space in the namespace for good: the name's scope (checked
-        // above) is not enough, the namespace's is needed too.
-        caller.require(Verb::Admin, Resource::Namespace(entry.namespace.as_str()))?;
-        if let Some(format) = &entry.format {
-            format.check_range(bounds.min(), bounds.max())?;
-        }
+    // A namespace and a format never change and a name is never reused, so checking them
+    // before the registry's transaction is race-free — once the sequence is known. One not
+    // found is answered here: were it created before the registry's transaction began, the
+    // range would go in unchecked.
+    let Known::Sequence(entry) = known else {
+        return Err(ApiError::sequence_not_found(name.as_str()));
+    };
+    // A range claims number space in the namespace for good: the name's scope (checked
+    // above) is not enough, the namespace's is needed too.
+    caller.require(Verb::Admin, Resource::Namespace(entry.namespace.as_str()))?;
+    if let Some(format) = &entry.format {
+        format.check_range(bounds.min(), bounds.max())?;
     }
     let range = service.add_range(&name, bounds, caller.name()).await?;
     tracing::info!(sequence = %name, min = range.min, max = range.max, "range added");

@@ -181,6 +181,69 @@ async fn adding_a_range_needs_admin_over_the_sequences_namespace_as_well_as_its_
     assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
 }
 
+/// Hammers `POST /sequences/<name>/ranges` as `secret` until an answer other than 404 comes
+/// back; every answer's status.
+async fn add_range_until_found(address: String, name: String, secret: String) -> Vec<u16> {
+    let http = reqwest::Client::new();
+    let mut statuses = Vec::new();
+    loop {
+        let status = http
+            .post(format!("{address}/sequences/{name}/ranges"))
+            .bearer_auth(&secret)
+            .json(&json!({"min": 1, "max": 10}))
+            .send()
+            .await
+            .expect("request sent")
+            .status()
+            .as_u16();
+        statuses.push(status);
+        if status != 404 {
+            return statuses;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_range_added_as_its_sequence_is_created_still_needs_the_namespace_and_fits_the_format() {
+    let app = spawn_app().await;
+    // Admin over the names, not over the UPS account their sequences are created in.
+    let squatter = token(&app, "squatter", &["admin:race-*"]).await;
+    for round in 0..25 {
+        let name = format!("race-{round}");
+        let hammers: Vec<_> = (0..4)
+            .map(|_| {
+                tokio::spawn(add_range_until_found(
+                    app.address.clone(),
+                    name.clone(),
+                    squatter.clone(),
+                ))
+            })
+            .collect();
+        let min = 5_000_000 + round * 1_000;
+        let made = app
+            .create(json!({"name": name, "min": min, "max": min + 999, "format": ups("5R8939")}))
+            .await;
+        assert_eq!(made.status, StatusCode::CREATED, "{}", made.body);
+        for hammer in hammers {
+            let statuses = hammer.await.unwrap();
+            // Before the sequence exists: 404; once it does: 403 (no scope on its namespace).
+            // Never a range outside the format, in an account the token does not hold.
+            assert_eq!(
+                statuses.last(),
+                Some(&403),
+                "round {round}: answers {statuses:?} (a 201, or a 409 for another hammer's \
+                 range: a range went in unchecked)"
+            );
+        }
+        let ranges = app.get(&name).await.body["ranges"].clone();
+        assert_eq!(
+            ranges.as_array().unwrap().len(),
+            1,
+            "round {round}: {ranges}"
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_tenants_admin_creates_only_families_its_names_cover() {
     let app = spawn_app().await;
