@@ -10,6 +10,7 @@
 
 use std::fmt;
 
+use crate::carriers::Format;
 use crate::domain::SequenceName;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -62,7 +63,8 @@ pub enum Resource<'a> {
     },
     /// A namespace's number space, which creating a sequence or adding a range claims for
     /// good (ranges are never deleted). Covered by a namespace target, and by a name or
-    /// prefix target of the same spelling (a sequence's namespace is by default its name).
+    /// prefix target of the same spelling (a sequence's namespace is by default its name)
+    /// unless it is a carrier's number space.
     Namespace(&'a str),
     /// Something no sequence scope names: the token list, the whole event log. Only `*`
     /// covers it.
@@ -127,13 +129,19 @@ impl Scope {
             (Target::NamespacePrefix(prefix), Resource::Sequence { namespace, .. }) => {
                 namespace.is_some_and(|namespace| namespace.starts_with(prefix.as_str()))
             }
-            (Target::Name(scoped) | Target::Namespace(scoped), Resource::Namespace(namespace)) => {
-                scoped == namespace
+            (Target::Namespace(scoped), Resource::Namespace(namespace)) => scoped == namespace,
+            (Target::NamespacePrefix(prefix), Resource::Namespace(namespace)) => {
+                namespace.starts_with(prefix.as_str())
             }
-            (
-                Target::Prefix(prefix) | Target::NamespacePrefix(prefix),
-                Resource::Namespace(namespace),
-            ) => namespace.starts_with(prefix.as_str()),
+            // A sequence's namespace is by default its name, so a name or prefix target
+            // covers the namespace spelt alike — but not a carrier's number space, which a
+            // name scope such as `admin:u*` would otherwise claim (every UPS account).
+            (Target::Name(scoped), Resource::Namespace(namespace)) => {
+                scoped == namespace && !Format::is_number_space(namespace)
+            }
+            (Target::Prefix(prefix), Resource::Namespace(namespace)) => {
+                namespace.starts_with(prefix.as_str()) && !Format::is_number_space(namespace)
+            }
         }
     }
 }
@@ -240,7 +248,8 @@ mod tests {
     }
 
     #[test]
-    fn a_namespace_is_covered_by_a_namespace_target_or_a_name_target_spelt_alike() {
+    fn a_namespace_is_covered_by_a_namespace_target_or_a_name_target_spelt_alike_unless_a_carriers()
+    {
         let space = Resource::Namespace("ups_1z.5R8939.03");
         assert!(allows("admin:*", Verb::Admin, space));
         assert!(allows(
@@ -268,6 +277,15 @@ mod tests {
             "vend:namespace:ups_1z.5R8939.03",
             Verb::Admin,
             space
+        ));
+        // A name or prefix scope spelt like a carrier's number space claims none of it.
+        assert!(!allows("admin:u*", Verb::Admin, space));
+        assert!(!allows("admin:ups_1z.5R8939.*", Verb::Admin, space));
+        assert!(!allows("admin:ups_1z.5R8939.03", Verb::Admin, space));
+        assert!(!allows(
+            "admin:dhl*",
+            Verb::Admin,
+            Resource::Namespace("dhl_express")
         ));
         let own = Resource::Namespace("tenanta-ns");
         assert!(allows("admin:tenanta-*", Verb::Admin, own));

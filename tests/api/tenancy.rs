@@ -149,6 +149,50 @@ async fn a_carrier_account_is_claimed_with_a_namespace_scope_on_its_number_space
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_name_scope_spelt_like_a_carrier_account_claims_none_of_it() {
+    let app = spawn_app().await;
+    let u_names = token(&app, "u-names", &["admin:u*"]).await;
+    for body in [
+        json!({"name": "u-labels", "min": 5756712, "max": 7000000, "format": ups("5R8939")}),
+        // A plain sequence's namespace is its name: here, UPS account 5R8939's space.
+        json!({"name": "ups_1z.5R8939.03", "min": 5756712, "max": 7000000}),
+    ] {
+        create_as(&app, &u_names, body.clone())
+            .await
+            .assert_error(403, "forbidden");
+        let name = body["name"].as_str().unwrap();
+        app.get(name).await.assert_error(404, "not_found");
+    }
+    // A UPS sequence the operator made for it: the name is covered, the account is not.
+    let made = app
+        .create(json!({"name": "u-ops", "min": 5756712, "max": 6000000, "format": ups("5R8939")}))
+        .await;
+    assert_eq!(made.status, StatusCode::CREATED, "{}", made.body);
+    app.request(
+        Method::POST,
+        "/sequences/u-ops/ranges",
+        Some(&u_names),
+        Some(json!({"min": 6000001, "max": 7000000})),
+    )
+    .await
+    .assert_error(403, "forbidden");
+    // With the account's namespace scope, it may.
+    let owner = token(
+        &app,
+        "u-owner",
+        &["admin:u*", "admin:namespace:ups_1z.5R8939.*"],
+    )
+    .await;
+    let reply = create_as(
+        &app,
+        &owner,
+        json!({"name": "u-labels", "min": 7000001, "max": 8000000, "format": ups("5R8939")}),
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn adding_a_range_needs_admin_over_the_sequences_namespace_as_well_as_its_name() {
     let app = spawn_app().await;
     // Made by the operator for tenant A, in tenant B's namespace.

@@ -281,6 +281,25 @@ impl Format {
         }
     }
 
+    /// Whether `namespace` is spelt as a carrier's number space (as `number_space` makes
+    /// them): its first dot-separated part is one of theirs. Claiming such a space takes a
+    /// `namespace:` scope; a sequence name spelt alike is not enough.
+    pub fn is_number_space(namespace: &str) -> bool {
+        const ROOTS: [&str; 9] = [
+            "ups_1z",
+            "fedex_express",
+            "fedex_ground",
+            "sscc18",
+            "usps_impb",
+            "s10",
+            "dhl_express",
+            "ontrac",
+            "canada_post",
+        ];
+        let root = namespace.split('.').next().unwrap_or(namespace);
+        ROOTS.contains(&root)
+    }
+
     /// Digits of the serial, the part a range fills.
     pub fn serial_width(&self) -> u32 {
         match self {
@@ -480,6 +499,28 @@ mod tests {
                 Some(number),
                 "{spec}"
             );
+        }
+    }
+
+    #[test]
+    fn every_kinds_number_space_is_known_as_one_and_a_tenants_namespace_is_not() {
+        for spec in [
+            json!({"kind": "ups_1z", "account": "5R8939", "service": "03"}),
+            json!({"kind": "fedex_express"}),
+            json!({"kind": "fedex_ground", "shipper_id": "0414417"}),
+            json!({"kind": "fedex_ground_96", "scnc": "11", "service": "020", "shipper_id": "9876543"}),
+            json!({"kind": "sscc18", "extension": "0", "company_prefix": "0012345"}),
+            json!({"kind": "usps_impb", "service_type": "123", "mailer_id": "912345678"}),
+            json!({"kind": "s10", "service": "RB", "country": "US"}),
+            json!({"kind": "dhl_express"}),
+            json!({"kind": "ontrac", "prefix": "C"}),
+            json!({"kind": "canada_post", "origin_id": "0073938"}),
+        ] {
+            let space = format(spec.clone()).number_space();
+            assert!(Format::is_number_space(&space), "{spec}: {space}");
+        }
+        for namespace in ["tenanta-ns", "ups-east", "ups_1z-labels", "fedex", "s100.a"] {
+            assert!(!Format::is_number_space(namespace), "{namespace}");
         }
     }
 
