@@ -1,4 +1,5 @@
-//! Keeps this instance's leases honest: renews the ones it still holds, re-reads the policy
+//! Keeps this instance's leases honest: renews the ones whose blocks it still hands out from
+//! (a lease handed out whole is left to expire), re-reads the policy
 //! of every sequence it caches (in case a notification was missed), and releases leases when
 //! told to. Old lease rows are swept after a day. The statements are in
 //! `registry::leases`.
@@ -42,9 +43,18 @@ impl InstanceCache {
     async fn renew(&self) -> Result<(), sqlx::Error> {
         let shared = &self.shared;
         let sent_at = Instant::now();
+        let in_use: Vec<i64> = self
+            .read()
+            .values()
+            .flat_map(|reservoir| reservoir.leases_in_use())
+            .collect();
+        if in_use.is_empty() {
+            return Ok(());
+        }
         let renewed = registry::renew_instance_leases(
             &shared.registry,
             &shared.holder_name,
+            &in_use,
             shared.settings.instance_lease,
         )
         .await?;

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use crate::db::Registry;
 
 pub use keeper::spawn as spawn_keeper;
-pub use reservoir::Closed;
+pub use reservoir::{Closed, Dropped};
 use reservoir::{RefillEnd, Reservoir, Step};
 
 use crate::domain::{CachePolicy, SequenceName, MAX_CACHE_SIZE};
@@ -121,23 +121,34 @@ impl InstanceCache {
 
     /// The sequence was retired or its policy changed: hand out nothing more of it, then
     /// release its leases so that a retirement need not wait for their expiry.
+    ///
+    /// Only the closed reservoir's leases: a successor (the policy changed back) may lease
+    /// before the release runs, and a released lease is one a retirement no longer waits
+    /// for while its blocks are still handed out. The reservoir is closed under the map's
+    /// lock, so no successor exists before it is closed; every lease a successor gets is
+    /// asked for after the closed reservoir's last one was granted, and lease ids are an
+    /// identity column, so greater.
     pub(crate) async fn evict(&self, name: &str, why: Closed) {
-        let removed = self
-            .shared
-            .reservoirs
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(name);
-        if let Some(reservoir) = removed {
-            self.shared
-                .metrics
-                .cache_discarded
-                .inc_by(reservoir.close(why));
-        }
-        if let Err(err) =
-            registry::release_sequence_leases(&self.shared.registry, &self.shared.holder_name, name)
-                .await
-        {
+        let dropped = {
+            let mut reservoirs = self
+                .shared
+                .reservoirs
+                .write()
+                .unwrap_or_else(|p| p.into_inner());
+            reservoirs
+                .remove(name)
+                .map(|reservoir| reservoir.close(why))
+        };
+        let Some(dropped) = dropped else {
+            return;
+        };
+        self.shared.metrics.cache_discarded.inc_by(dropped.values);
+        let Some(up_to) = dropped.leases_up_to else {
+            return;
+        };
+        let registry = &self.shared.registry;
+        let holder = &self.shared.holder_name;
+        if let Err(err) = registry::release_sequence_leases(registry, holder, name, up_to).await {
             tracing::warn!(sequence = name, error = %err, "could not release cached leases; they expire unrenewed");
         }
     }
@@ -163,7 +174,7 @@ impl InstanceCache {
             self.shared
                 .metrics
                 .cache_discarded
-                .inc_by(reservoir.close(Closed::Replaced));
+                .inc_by(reservoir.close(Closed::Replaced).values);
         }
         if let Err(err) =
             registry::release_holder_leases(&self.shared.registry, &self.shared.holder_name).await

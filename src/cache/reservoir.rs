@@ -32,6 +32,8 @@ struct State {
     generation: u64,
     last_end: Option<RefillEnd>,
     closed: Option<Closed>,
+    /// The newest lease this reservoir held, its blocks handed out or not.
+    newest_lease: Option<i64>,
 }
 
 /// A leased block and how far into it this instance has handed out.
@@ -49,6 +51,15 @@ pub enum RefillEnd {
     Granted { clipped: bool },
     Answered(Outcome),
     Unavailable,
+}
+
+/// What a closed reservoir leaves behind: values dropped, and the leases to release.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Dropped {
+    pub values: u64,
+    /// Every lease this reservoir held has an id up to this one, and none of its successor's
+    /// does (see `InstanceCache::evict`). `None`: it never held a lease.
+    pub leases_up_to: Option<i64>,
 }
 
 /// Why a reservoir hands out nothing more.
@@ -100,6 +111,7 @@ impl Reservoir {
                 generation: 0,
                 last_end: None,
                 closed: None,
+                newest_lease: None,
             }),
             refilled: Notify::new(),
         }
@@ -170,16 +182,28 @@ impl Reservoir {
         self.lock().held
     }
 
-    /// Hands out nothing more; returns the values dropped.
-    pub fn close(&self, why: Closed) -> u64 {
+    /// Hands out nothing more; returns what it held.
+    pub fn close(&self, why: Closed) -> Dropped {
         let mut state = self.lock();
         state.closed.get_or_insert(why);
-        let dropped = state.held;
+        let dropped = Dropped {
+            values: state.held,
+            leases_up_to: state.newest_lease,
+        };
         state.blocks.clear();
         state.held = 0;
         drop(state);
         self.refilled.notify_waiters();
         dropped
+    }
+
+    /// The leases whose blocks still hold values: the ones worth renewing. A lease whose
+    /// values were all handed out is left to expire.
+    pub fn leases_in_use(&self) -> impl Iterator<Item = i64> {
+        let state = self.lock();
+        let mut leases: Vec<i64> = state.blocks.iter().map(|held| held.lease).collect();
+        leases.dedup();
+        leases.into_iter()
     }
 
     pub fn set_rule(&self, rule: RefillRule) {
@@ -276,6 +300,7 @@ impl State {
     }
 
     fn hold(&mut self, lease: &Lease, trusted_until: Instant) {
+        self.newest_lease = self.newest_lease.max(Some(lease.id));
         for block in &lease.blocks {
             self.blocks.push_back(Held {
                 block: *block,
@@ -328,9 +353,15 @@ mod tests {
     /// A reservoir holding lease 7 (values 1-10), trusted until `trusted_until`.
     fn holding_lease(now: Instant, trusted_until: Instant) -> Reservoir {
         let reservoir = Reservoir::new(RULE, now);
+        grant(&reservoir, 7, 1, now, trusted_until);
+        reservoir
+    }
+
+    /// Ends a refill with lease `id` of values first..first+9.
+    fn grant(reservoir: &Reservoir, id: i64, first: i64, now: Instant, trusted_until: Instant) {
         let lease = Lease {
-            id: 7,
-            blocks: vec![Block::new(1, 10, 1).unwrap()],
+            id,
+            blocks: vec![Block::new(first, first + 9, 1).unwrap()],
             count: 10,
             expires_at: chrono::Utc::now(),
             sent_at: now,
@@ -340,7 +371,6 @@ mod tests {
         assert!(reservoir
             .end_refill(RefillEnd::Granted { clipped: false }, Some((lease, trust)))
             .is_none());
-        reservoir
     }
 
     fn served(reservoir: &Reservoir, now: Instant) -> Option<Vec<i64>> {
@@ -375,5 +405,27 @@ mod tests {
         assert_eq!(dropped, 10);
         assert_eq!(reservoir.held(), 0);
         assert_eq!(served(&reservoir, late), None);
+    }
+
+    #[test]
+    fn a_lease_handed_out_whole_is_not_renewed_but_is_released_on_closing() {
+        let start = Instant::now();
+        let until = start + Duration::from_secs(10);
+        let reservoir = holding_lease(start, until);
+        grant(&reservoir, 9, 11, start, until);
+        assert_eq!(reservoir.leases_in_use().collect::<Vec<_>>(), vec![7, 9]);
+        match reservoir.take(12, None, start).step {
+            Step::Served(values) => assert_eq!(values, (1..=12).collect::<Vec<_>>()),
+            _ => panic!("12 of 20 values held were not served"),
+        }
+        assert_eq!(reservoir.leases_in_use().collect::<Vec<_>>(), vec![9]);
+        assert_eq!(
+            reservoir.close(Closed::Replaced),
+            Dropped {
+                values: 8,
+                leases_up_to: Some(9)
+            }
+        );
+        assert_eq!(reservoir.leases_in_use().count(), 0);
     }
 }

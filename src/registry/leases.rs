@@ -15,11 +15,12 @@ use crate::db::Registry;
 
 use crate::db::begin_durable;
 
-/// Extends by `length` every live lease `holder` holds on a sequence that is not retired;
-/// returns the leases extended.
+/// Extends by `length` those of `leases` that `holder` still holds live on a sequence that
+/// is not retired; returns the leases extended.
 pub async fn renew_instance_leases(
     pool: &Registry,
     holder: &str,
+    leases: &[i64],
     length: Duration,
 ) -> Result<HashSet<i64>, sqlx::Error> {
     let mut tx = begin_durable(pool).await?;
@@ -28,19 +29,20 @@ pub async fn renew_instance_leases(
              SELECT s.id FROM seqvend.sequences s
               WHERE s.status <> 'retired'
                 AND s.id IN (SELECT l.sequence_id FROM seqvend.leases l
-                              WHERE l.holder = $1 AND l.released_at IS NULL
-                                AND l.expires_at > now())
+                              WHERE l.id = ANY ($3) AND l.holder = $1
+                                AND l.released_at IS NULL AND l.expires_at > now())
               ORDER BY s.id
                 FOR SHARE OF s
          )
          UPDATE seqvend.leases l
             SET expires_at = now() + make_interval(secs => $2)
            FROM held
-          WHERE l.sequence_id = held.id AND l.holder = $1 AND l.released_at IS NULL
-            AND l.expires_at > now()
+          WHERE l.sequence_id = held.id AND l.id = ANY ($3) AND l.holder = $1
+            AND l.released_at IS NULL AND l.expires_at > now()
           RETURNING l.id",
         holder,
-        length.as_secs_f64()
+        length.as_secs_f64(),
+        leases
     )
     .fetch_all(&mut *tx)
     .await?;
@@ -48,19 +50,23 @@ pub async fn renew_instance_leases(
     Ok(renewed.into_iter().collect())
 }
 
-/// Releases every lease `holder` holds on `sequence`.
+/// Releases the leases `holder` holds on `sequence` whose ids are up to `up_to`: those of
+/// a closed reservoir, and none of its successor's.
 pub async fn release_sequence_leases(
     pool: &Registry,
     holder: &str,
     sequence: &str,
+    up_to: i64,
 ) -> Result<(), sqlx::Error> {
     let mut tx = begin_durable(pool).await?;
     sqlx::query!(
         "UPDATE seqvend.leases l SET released_at = now()
            FROM seqvend.sequences s
-          WHERE l.holder = $1 AND l.released_at IS NULL AND s.id = l.sequence_id AND s.name = $2",
+          WHERE l.holder = $1 AND l.released_at IS NULL AND l.id <= $3
+            AND s.id = l.sequence_id AND s.name = $2",
         holder,
-        sequence
+        sequence,
+        up_to
     )
     .execute(&mut *tx)
     .await?;

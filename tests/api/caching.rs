@@ -152,6 +152,56 @@ async fn values_cached_by_several_instances_never_repeat_and_stay_in_their_range
     assert_eq!(all.len(), 1100);
 }
 
+/// Each lease of `sequence` and when it expires, in the database's clock.
+async fn expiries(db: &TestDb, sequence: &str) -> Vec<(i64, std::time::SystemTime)> {
+    db.connect()
+        .await
+        .query(
+            "SELECT l.id, l.expires_at
+               FROM seqvend.leases l JOIN seqvend.sequences s ON s.id = l.sequence_id
+              WHERE s.name = $1 ORDER BY l.id",
+            &[&sequence],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| (row.get(0), row.get(1)))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn only_leases_whose_values_are_still_held_are_renewed() {
+    let db = TestDb::shared().await;
+    let mut settings = test_settings();
+    settings.cache.renew_every = Duration::from_millis(100);
+    let app = spawn_app_on(&db, settings).await;
+    create_cached(&app, "renewed", 1, 1_000_000, 4).await;
+    for _ in 0..40 {
+        app.next_value("renewed").await;
+    }
+    let before = expiries(&db, "renewed").await;
+    assert!(before.len() >= 10, "blocks of 4: {before:?}");
+    // The leases of `before` a renewal since extended (a refill's new lease is none of them).
+    let renewed = |now: &[(i64, std::time::SystemTime)]| -> Vec<i64> {
+        now.iter()
+            .filter(|(id, at)| before.iter().any(|(was, then)| was == id && then != at))
+            .map(|(id, _)| *id)
+            .collect()
+    };
+    // Wait for a renewal that began after the last value was handed out.
+    let renewed = eventually_some(Duration::from_secs(10), "a renewal", || async {
+        let extended = renewed(&expiries(&db, "renewed").await);
+        (!extended.is_empty()).then_some(extended)
+    })
+    .await;
+    // The reservoir holds the rest of one block and perhaps the next: the newest leases.
+    let newest: Vec<i64> = before.iter().rev().take(2).map(|(id, _)| *id).collect();
+    assert!(
+        renewed.iter().all(|id| newest.contains(id)),
+        "leases whose values were all handed out were renewed: {renewed:?} of {before:?}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_patch_reaches_every_instance_without_a_restart() {
     let db = TestDb::shared().await;

@@ -1,7 +1,7 @@
 //! Leases never hand out a value twice: a keyed lease is replayed exactly as first answered,
 //! every lease and worker-id write commits durably whatever the session says, a renewal never
-//! extends a lease of a retired sequence, and a dropped range sequence can be recreated past
-//! what was handed out.
+//! extends a lease of a retired sequence, a closed reservoir's release spares its successor's
+//! lease, and a dropped range sequence can be recreated past what was handed out.
 
 use std::future::Future;
 use std::time::Duration;
@@ -102,8 +102,9 @@ async fn lease_and_worker_id_writes_commit_synchronously_whatever_the_session_sa
     .await
     .unwrap();
     let registry = seqvend::db::Registry::from_pool(pool.clone());
+    let length = Duration::from_secs(60);
     let renewed =
-        seqvend::registry::renew_instance_leases(&registry, RACING_HOLDER, Duration::from_secs(60))
+        seqvend::registry::renew_instance_leases(&registry, RACING_HOLDER, &[lease], length)
             .await
             .unwrap();
     assert!(renewed.contains(&lease));
@@ -142,6 +143,35 @@ async fn lease_and_worker_id_writes_commit_synchronously_whatever_the_session_sa
         seen, expected,
         "each write committed with synchronous_commit on"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn releasing_a_closed_reservoirs_leases_spares_the_lease_its_successor_took() {
+    let db = TestDb::shared().await;
+    // A reservoir closed by a policy change held `closed`; its successor (the policy changed
+    // back) leased `successor` before the release of the closed one's leases ran.
+    let (_app, pool, closed) = leased_sequence(&db, "succession").await;
+    let successor: i64 = sqlx::query_scalar(
+        "SELECT lease_id FROM seqvend.lease('succession', 5, 'instance', $1, interval '60 s')",
+    )
+    .bind(RACING_HOLDER)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    let registry = seqvend::db::Registry::from_pool(pool.clone());
+    seqvend::registry::release_sequence_leases(&registry, RACING_HOLDER, "succession", closed)
+        .await
+        .unwrap();
+    let released: Vec<(i64, bool)> = sqlx::query_as(
+        "SELECT id, released_at IS NOT NULL FROM seqvend.leases WHERE holder = $1 ORDER BY id",
+    )
+    .bind(RACING_HOLDER)
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    // Released, the successor's lease would no longer hold up a retirement while its values
+    // are still handed out.
+    assert_eq!(released, [(closed, true), (successor, false)]);
 }
 
 /// Waits until `task` has finished or a session runs a statement like `query` blocked on a
@@ -185,11 +215,15 @@ async fn leased_sequence(db: &TestDb, name: &str) -> (TestApp, PgPool, i64) {
     (app, pool, lease)
 }
 
-fn spawn_renewal(pool: &PgPool) -> tokio::task::JoinHandle<std::collections::HashSet<i64>> {
+fn spawn_renewal(
+    pool: &PgPool,
+    lease: i64,
+) -> tokio::task::JoinHandle<std::collections::HashSet<i64>> {
     let pool = pool.clone();
     tokio::spawn(async move {
         let registry = seqvend::db::Registry::from_pool(pool);
-        seqvend::registry::renew_instance_leases(&registry, RACING_HOLDER, Duration::from_secs(60))
+        let length = Duration::from_secs(60);
+        seqvend::registry::renew_instance_leases(&registry, RACING_HOLDER, &[lease], length)
             .await
             .unwrap()
     })
@@ -228,7 +262,7 @@ async fn a_retirement_committed_while_a_renewal_is_in_flight_is_never_renewed_pa
         )
         .await
         .unwrap();
-    let renewal = spawn_renewal(&pool);
+    let renewal = spawn_renewal(&pool, lease);
     // The renewal waits for the lease row.
     until_blocked(&observer, 1, Blocked::OnALock, "%UPDATE seqvend.leases%").await;
     let retirement = spawn_retirement(&pool, "retiring");
@@ -270,7 +304,7 @@ async fn a_renewal_waiting_on_a_retirement_renews_nothing_of_the_retired_sequenc
         "%INSERT INTO seqvend.events%",
     )
     .await;
-    let renewal = spawn_renewal(&pool);
+    let renewal = spawn_renewal(&pool, lease);
     let renewal_state = finished_or_blocked(&observer, &renewal, "%seqvend.leases%").await;
     holder.batch_execute("COMMIT").await.unwrap();
     joined(retirement).await;
