@@ -99,10 +99,10 @@ impl Operator {
                     if !self.running() {
                         break;
                     }
-                    if self.rng.gen_bool(0.4) {
-                        self.renewal_held_across_retirement().await;
-                    } else {
-                        self.retire_doomed().await;
+                    match self.rng.gen_range(0..10) {
+                        0..=3 => self.renewal_held_across_retirement().await,
+                        4..=5 => self.flip_doomed_policy(true).await,
+                        _ => self.retire_doomed().await,
                     }
                 }
             }
@@ -171,7 +171,11 @@ impl Operator {
             58..=63 => self.terminate_backends().await,
             64..=67 => self.crash_postgres().await,
             68..=73 => self.kill_instance().await,
-            74..=84 => self.add_range(name).await,
+            74..=81 => self.add_range(name).await,
+            82..=84 => {
+                let then_retire = self.rng.gen_bool(0.5);
+                self.flip_doomed_policy(then_retire).await
+            }
             _ => self.retire_doomed().await,
         }
     }
@@ -687,6 +691,34 @@ impl Operator {
             applied,
             attempts.join("; "),
         );
+    }
+
+    /// The newest doomed sequence made strict and cached again at once, then perhaps retired:
+    /// each instance drops its cache and releases that cache's leases while clients already
+    /// fill a new one, whose leases a retirement must still wait for.
+    async fn flip_doomed_policy(&mut self, then_retire: bool) {
+        let Some(name) = self.ctx.world.doomed.read().unwrap().last().cloned() else {
+            return self.new_doomed().await;
+        };
+        let started = self.ctx.history.now();
+        let path = format!("/sequences/{name}");
+        let strict = self
+            .admin(Method::PATCH, &path, Some(json!({"cache": {"size": 0}})))
+            .await;
+        let cached = self
+            .admin(Method::PATCH, &path, Some(json!({"cache": {"size": 200}})))
+            .await;
+        let applied = strict == Some(StatusCode::OK) && cached == Some(StatusCode::OK);
+        self.record(
+            "cache policy flipped",
+            &name,
+            started,
+            applied,
+            format!("strict: {strict:?}, cached: {cached:?}"),
+        );
+        if then_retire {
+            self.retire_doomed().await;
+        }
     }
 
     async fn delete(&mut self, name: &str) -> Option<(StatusCode, String)> {

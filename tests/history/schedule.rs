@@ -24,7 +24,8 @@ pub enum Focus {
     /// keys: a key belongs to its token, never to a place in a list.
     Rotation,
     /// The live doomed sequence vended, leased and cached from every side while the operator
-    /// retires it (and the next, and the next) and holds locks on `hot` beside it.
+    /// retires it (and the next, and the next; some just after its cache policy went strict
+    /// and back) and holds locks on `hot` beside it.
     Retirement,
     /// Every kind of client and every kind of fault at once.
     Chaos,
