@@ -26,7 +26,7 @@ use crate::domain::{CachePolicy, SequenceName, MAX_CACHE_SIZE};
 use crate::metrics::Metrics;
 use crate::registry;
 use crate::settings::CacheSettings;
-use crate::vend::{Holder, Leased, Outcome, VendError, Vender};
+use crate::vend::{Holder, LeaseStatement, Leased, Outcome, VendError, Vender};
 
 #[derive(Clone)]
 pub struct InstanceCache {
@@ -130,11 +130,7 @@ impl InstanceCache {
     /// identity column, so greater.
     pub(crate) async fn evict(&self, name: &str, why: Closed) {
         let dropped = {
-            let mut reservoirs = self
-                .shared
-                .reservoirs
-                .write()
-                .unwrap_or_else(|p| p.into_inner());
+            let mut reservoirs = self.write();
             reservoirs
                 .remove(name)
                 .map(|reservoir| reservoir.close(why))
@@ -162,14 +158,7 @@ impl InstanceCache {
 
     /// Stops handing out anything and releases every lease of this instance (at shutdown).
     pub async fn release_all(&self) {
-        let all: Vec<Arc<Reservoir>> = self
-            .shared
-            .reservoirs
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .drain()
-            .map(|(_, r)| r)
-            .collect();
+        let all: Vec<Arc<Reservoir>> = self.write().drain().map(|(_, r)| r).collect();
         for reservoir in all {
             self.shared
                 .metrics
@@ -187,12 +176,7 @@ impl InstanceCache {
         if let Some(reservoir) = self.read().get(name.as_str()) {
             return reservoir.clone();
         }
-        let mut reservoirs = self
-            .shared
-            .reservoirs
-            .write()
-            .unwrap_or_else(|p| p.into_inner());
-        reservoirs
+        self.write()
             .entry(name.as_str().to_owned())
             .or_insert_with(|| Arc::new(Reservoir::new(policy.rule(), Instant::now())))
             .clone()
@@ -210,6 +194,27 @@ impl InstanceCache {
             .unwrap_or_else(|p| p.into_inner())
     }
 
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<String, Arc<Reservoir>>> {
+        self.shared
+            .reservoirs
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A refill gave up on its lease statement, which may still grant the lease: no reservoir
+    /// holds it, and `evict` releases only the leases its reservoir held, so it is released
+    /// here (else a retirement would wait out its expiry).
+    fn release_when_granted(&self, statement: LeaseStatement) {
+        let registry = self.shared.registry.clone();
+        tokio::spawn(async move {
+            if let Ok(Ok(Leased::Granted(lease))) = statement.await {
+                if let Err(err) = registry::release_lease(&registry, lease.id).await {
+                    tracing::warn!(error = %err, "could not release a lease granted too late; it expires unrenewed");
+                }
+            }
+        });
+    }
+
     fn spawn_refill(&self, name: SequenceName, reservoir: Arc<Reservoir>) {
         let cache = self.clone();
         tokio::spawn(async move { cache.refill(name, reservoir).await });
@@ -224,16 +229,20 @@ impl InstanceCache {
         };
         let count = size.min(MAX_CACHE_SIZE) as u32;
         let ttl = shared.settings.instance_lease;
-        let leased = shared
+        let holder = Holder::Instance(shared.holder_name.clone());
+        let leased = match shared
             .vender
-            .lease(
-                name.clone(),
-                count,
-                Holder::Instance(shared.holder_name.clone()),
-                ttl,
-                None,
-            )
-            .await;
+            .start_lease(name.clone(), count, holder, ttl, None)
+        {
+            Ok(mut statement) => {
+                let leased = shared.vender.await_lease(&mut statement).await;
+                if matches!(leased, Err(VendError::NoAnswerInTime)) {
+                    self.release_when_granted(statement);
+                }
+                leased
+            }
+            Err(refused) => Err(refused),
+        };
         let (end, lease, label) = match leased {
             Ok(Leased::Granted(lease)) => (
                 RefillEnd::Granted {

@@ -10,6 +10,9 @@ use tokio::sync::Semaphore;
 
 use super::lanes::{self, Lanes, Statement};
 use super::lease::{self, Holder, LeaseAsk, Leased};
+
+/// A lease statement running on its own task (`Vender::start_lease`).
+pub type LeaseStatement = tokio::task::JoinHandle<anyhow::Result<Leased>>;
 use super::statement::{self, Ask, Outcome};
 use super::VendError;
 use crate::domain::SequenceName;
@@ -122,13 +125,26 @@ impl Vender {
         ttl: Duration,
         key: Option<IdempotencyKey>,
     ) -> Result<Leased, VendError> {
+        let mut statement = self.start_lease(name, count, holder, ttl, key)?;
+        self.await_lease(&mut statement).await
+    }
+
+    /// `lease`'s statement, started on its own task (refused at once if too many run).
+    pub fn start_lease(
+        &self,
+        name: SequenceName,
+        count: u32,
+        holder: Holder,
+        ttl: Duration,
+        key: Option<IdempotencyKey>,
+    ) -> Result<LeaseStatement, VendError> {
         let inner = &self.inner;
         let Ok(permit) = inner.leases.clone().try_acquire_owned() else {
             return Err(lanes::reject(&inner.metrics));
         };
         let (pool, metrics) = (inner.pool.clone(), inner.metrics.clone());
         let (deadline, key_ttl) = (inner.settings.statement_deadline, inner.settings.key_ttl);
-        let statement = tokio::spawn(async move {
+        Ok(tokio::spawn(async move {
             let ask = LeaseAsk {
                 name: &name,
                 count,
@@ -139,8 +155,13 @@ impl Vender {
             let leased = lease::lease(&pool, &metrics, ask, deadline).await;
             drop(permit);
             leased
-        });
-        match tokio::time::timeout(inner.settings.deadline, statement).await {
+        }))
+    }
+
+    /// A started lease's answer, waited for at most the vend deadline. On `NoAnswerInTime`
+    /// the statement still runs and may yet grant its lease.
+    pub async fn await_lease(&self, statement: &mut LeaseStatement) -> Result<Leased, VendError> {
+        match tokio::time::timeout(self.inner.settings.deadline, statement).await {
             Ok(Ok(Ok(leased))) => Ok(leased),
             Ok(Ok(Err(err))) => Err(VendError::judge_failed_statement(&err)()),
             Ok(Err(_)) => Err(VendError::Internal(anyhow::anyhow!("lease task stopped"))),

@@ -37,19 +37,20 @@ pub fn counter(scrape: &str, series: &str) -> u64 {
         .map_or(0, |value| value.parse().unwrap())
 }
 
+/// `columns` of each lease recorded for `sequence` (its row `l`), oldest first.
+async fn lease_rows(db: &TestDb, sequence: &str, columns: &str) -> Vec<tokio_postgres::Row> {
+    let sql = format!(
+        "SELECT {columns} FROM seqvend.leases l JOIN seqvend.sequences s ON s.id = l.sequence_id
+          WHERE s.name = $1 ORDER BY l.id"
+    );
+    db.connect().await.query(&sql, &[&sequence]).await.unwrap()
+}
+
 /// Leases recorded for `sequence`: (kind, values, released).
 async fn leases(db: &TestDb, sequence: &str) -> Vec<(String, i64, bool)> {
-    db.connect()
-        .await
-        .query(
-            "SELECT l.kind, l.value_count, l.released_at IS NOT NULL
-               FROM seqvend.leases l JOIN seqvend.sequences s ON s.id = l.sequence_id
-              WHERE s.name = $1 ORDER BY l.id",
-            &[&sequence],
-        )
-        .await
-        .unwrap()
-        .iter()
+    let columns = "l.kind, l.value_count, l.released_at IS NOT NULL";
+    let rows = lease_rows(db, sequence, columns).await;
+    rows.iter()
         .map(|row| (row.get(0), row.get(1), row.get(2)))
         .collect()
 }
@@ -154,19 +155,8 @@ async fn values_cached_by_several_instances_never_repeat_and_stay_in_their_range
 
 /// Each lease of `sequence` and when it expires, in the database's clock.
 async fn expiries(db: &TestDb, sequence: &str) -> Vec<(i64, std::time::SystemTime)> {
-    db.connect()
-        .await
-        .query(
-            "SELECT l.id, l.expires_at
-               FROM seqvend.leases l JOIN seqvend.sequences s ON s.id = l.sequence_id
-              WHERE s.name = $1 ORDER BY l.id",
-            &[&sequence],
-        )
-        .await
-        .unwrap()
-        .iter()
-        .map(|row| (row.get(0), row.get(1)))
-        .collect()
+    let rows = lease_rows(db, sequence, "l.id, l.expires_at").await;
+    rows.iter().map(|row| (row.get(0), row.get(1))).collect()
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -200,6 +190,37 @@ async fn only_leases_whose_values_are_still_held_are_renewed() {
         renewed.iter().all(|id| newest.contains(id)),
         "leases whose values were all handed out were renewed: {renewed:?} of {before:?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_lease_granted_after_its_refill_gave_up_is_released() {
+    let db = TestDb::shared().await;
+    let mut settings = test_settings();
+    settings.vend.deadline = Duration::from_millis(300);
+    let app = spawn_app_on(&db, settings).await;
+    create_cached(&app, "late", 1, 1_000_000, 10).await;
+    // The lease row cannot be written while this session holds the table.
+    let blocker = db.connect().await;
+    blocker
+        .batch_execute("BEGIN; LOCK TABLE seqvend.leases IN SHARE MODE")
+        .await
+        .unwrap();
+    let reply = app.next("late").await;
+    reply.assert_error(503, "unavailable");
+    let observer = db.connect().await;
+    until_blocked(&observer, 1, Blocked::OnALock, "%seqvend.lease(%").await;
+    blocker.batch_execute("COMMIT").await.unwrap();
+    // The statement goes on and grants a lease no reservoir holds: released, a retirement
+    // need not wait out its expiry.
+    eventually(
+        Duration::from_secs(10),
+        "the late lease released",
+        || async {
+            let leases = leases(&db, "late").await;
+            leases.len() == 1 && leases.iter().all(|(_, _, released)| *released)
+        },
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -151,13 +151,7 @@ async fn releasing_a_closed_reservoirs_leases_spares_the_lease_its_successor_too
     // A reservoir closed by a policy change held `closed`; its successor (the policy changed
     // back) leased `successor` before the release of the closed one's leases ran.
     let (_app, pool, closed) = leased_sequence(&db, "succession").await;
-    let successor: i64 = sqlx::query_scalar(
-        "SELECT lease_id FROM seqvend.lease('succession', 5, 'instance', $1, interval '60 s')",
-    )
-    .bind(RACING_HOLDER)
-    .fetch_one(&pool)
-    .await
-    .unwrap();
+    let successor = racing_lease(&pool, "succession").await;
     let registry = seqvend::db::Registry::from_pool(pool.clone());
     seqvend::registry::release_sequence_leases(&registry, RACING_HOLDER, "succession", closed)
         .await
@@ -204,15 +198,18 @@ async fn leased_sequence(db: &TestDb, name: &str) -> (TestApp, PgPool, i64) {
     let app = spawn_app_on(db, test_settings()).await;
     app.create_ok(name, 1, 1000).await;
     let pool = pool_without_seqvend_settings(db).await;
-    let lease: i64 = sqlx::query_scalar(
-        "SELECT lease_id FROM seqvend.lease($1, 5, 'instance', $2, interval '60 s')",
-    )
-    .bind(name)
-    .bind(RACING_HOLDER)
-    .fetch_one(&pool)
-    .await
-    .unwrap();
+    let lease = racing_lease(&pool, name).await;
     (app, pool, lease)
+}
+
+/// A lease of 5 values of `name` for `RACING_HOLDER`, live for a minute: its id.
+async fn racing_lease(pool: &PgPool, name: &str) -> i64 {
+    sqlx::query_scalar("SELECT lease_id FROM seqvend.lease($1, 5, 'instance', $2, interval '60 s')")
+        .bind(name)
+        .bind(RACING_HOLDER)
+        .fetch_one(pool)
+        .await
+        .unwrap()
 }
 
 fn spawn_renewal(
