@@ -693,18 +693,27 @@ impl Operator {
         );
     }
 
-    /// The newest doomed sequence made strict and cached again at once, then perhaps retired:
-    /// each instance drops its cache and releases that cache's leases while clients already
-    /// fill a new one, whose leases a retirement must still wait for.
+    /// The newest doomed sequence, if cached, made strict and cached again soon after, then
+    /// perhaps retired: each instance drops its cache and releases that cache's leases while
+    /// clients already fill a new one, whose leases a retirement must still wait for.
     async fn flip_doomed_policy(&mut self, then_retire: bool) {
         let Some(name) = self.ctx.world.doomed.read().unwrap().last().cloned() else {
             return self.new_doomed().await;
         };
+        if !self.cached(&name).await {
+            if then_retire {
+                self.retire_doomed().await;
+            }
+            return;
+        }
         let started = self.ctx.history.now();
         let path = format!("/sequences/{name}");
         let strict = self
             .admin(Method::PATCH, &path, Some(json!({"cache": {"size": 0}})))
             .await;
+        // Time for the instances to hear of it and drop their caches (a round trip): were the
+        // policy cached again first, they would read it cached and keep them.
+        self.pause(20, 300).await;
         let cached = self
             .admin(Method::PATCH, &path, Some(json!({"cache": {"size": 200}})))
             .await;

@@ -13,14 +13,19 @@ use reqwest::StatusCode;
 use super::{bounded, connect, describe_answer, Operator, APPLICATION};
 
 /// Locks every live instance lease on `$1` (and so the renewals of every instance caching
-/// it): answers how many, and when the last expires (seconds since the epoch).
+/// it): answers how many, and when the last of the instances' newest leases expires (seconds
+/// since the epoch). An instance renews only the leases it still hands out from, its newest;
+/// an older one, handed out whole, expires unrenewed and would aim the fault at no renewal.
 const LOCK_LEASES: &str = "
-    SELECT count(*), max(extract(epoch FROM expires_at))::float8
-      FROM (SELECT l.expires_at
-              FROM seqvend.leases l JOIN seqvend.sequences s ON s.id = l.sequence_id
-             WHERE s.name = $1 AND l.kind = 'instance' AND l.released_at IS NULL
-               AND l.expires_at > now()
-               FOR UPDATE OF l) AS held";
+    WITH held AS (
+        SELECT l.id, l.holder, l.expires_at
+          FROM seqvend.leases l JOIN seqvend.sequences s ON s.id = l.sequence_id
+         WHERE s.name = $1 AND l.kind = 'instance' AND l.released_at IS NULL
+           AND l.expires_at > now()
+           FOR UPDATE OF l),
+    newest AS (SELECT DISTINCT ON (holder) expires_at FROM held ORDER BY holder, id DESC)
+    SELECT (SELECT count(*) FROM held),
+           (SELECT max(extract(epoch FROM expires_at))::float8 FROM newest)";
 
 /// Whether a lease renewal begun in the last second before `$1` waits on a lock, and the
 /// seconds left until `$1`. A renewal that waits but began earlier is cancelled: it would otherwise
@@ -84,7 +89,7 @@ impl Operator {
         }
     }
 
-    async fn cached(&mut self, name: &str) -> bool {
+    pub(super) async fn cached(&mut self, name: &str) -> bool {
         let Some(db) = self.db().await else {
             return false;
         };
