@@ -18,7 +18,7 @@ mod statement;
 mod statement_outcome;
 
 pub use counters::{CounterAsk, CounterOutcome, Counters};
-pub use engine::{LeaseStatement, Pending, Vender};
+pub use engine::{LeaseStatement, LeaseWait, Pending, Vender};
 pub use error::VendError;
 pub use lanes::{Lanes, Statement};
 pub use lease::{Holder, Lease, LeaseReplay, Leased};

@@ -26,7 +26,7 @@ use crate::domain::{CachePolicy, SequenceName, MAX_CACHE_SIZE};
 use crate::metrics::Metrics;
 use crate::registry;
 use crate::settings::CacheSettings;
-use crate::vend::{Holder, LeaseStatement, Leased, Outcome, VendError, Vender};
+use crate::vend::{Holder, LeaseStatement, LeaseWait, Leased, Outcome, VendError, Vender};
 
 #[derive(Clone)]
 pub struct InstanceCache {
@@ -206,8 +206,10 @@ impl InstanceCache {
     /// here (else a retirement would wait out its expiry).
     fn release_when_granted(&self, statement: LeaseStatement) {
         let registry = self.shared.registry.clone();
+        let metrics = self.shared.metrics.clone();
         tokio::spawn(async move {
             if let Ok(Ok(Leased::Granted(lease))) = statement.await {
+                metrics.cache_discarded.inc_by(lease.count);
                 if let Err(err) = registry::release_lease(&registry, lease.id).await {
                     tracing::warn!(error = %err, "could not release a lease granted too late; it expires unrenewed");
                 }
@@ -234,13 +236,13 @@ impl InstanceCache {
             .vender
             .start_lease(name.clone(), count, holder, ttl, None)
         {
-            Ok(mut statement) => {
-                let leased = shared.vender.await_lease(&mut statement).await;
-                if matches!(leased, Err(VendError::NoAnswerInTime)) {
+            Ok(statement) => match shared.vender.await_lease(statement).await {
+                LeaseWait::Answered(leased) => leased,
+                LeaseWait::GaveUp(statement) => {
                     self.release_when_granted(statement);
+                    Err(VendError::NoAnswerInTime)
                 }
-                leased
-            }
+            },
             Err(refused) => Err(refused),
         };
         let (end, lease, label) = match leased {

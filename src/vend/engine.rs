@@ -13,6 +13,13 @@ use super::lease::{self, Holder, LeaseAsk, Leased};
 
 /// A lease statement running on its own task (`Vender::start_lease`).
 pub type LeaseStatement = tokio::task::JoinHandle<anyhow::Result<Leased>>;
+
+/// How waiting for a started lease ended.
+pub enum LeaseWait {
+    Answered(Result<Leased, VendError>),
+    /// The vend deadline passed: the statement still runs and may yet grant its lease.
+    GaveUp(LeaseStatement),
+}
 use super::statement::{self, Ask, Outcome};
 use super::VendError;
 use crate::domain::SequenceName;
@@ -125,8 +132,11 @@ impl Vender {
         ttl: Duration,
         key: Option<IdempotencyKey>,
     ) -> Result<Leased, VendError> {
-        let mut statement = self.start_lease(name, count, holder, ttl, key)?;
-        self.await_lease(&mut statement).await
+        let statement = self.start_lease(name, count, holder, ttl, key)?;
+        match self.await_lease(statement).await {
+            LeaseWait::Answered(leased) => leased,
+            LeaseWait::GaveUp(_) => Err(VendError::NoAnswerInTime),
+        }
     }
 
     /// `lease`'s statement, started on its own task (refused at once if too many run).
@@ -158,15 +168,18 @@ impl Vender {
         }))
     }
 
-    /// A started lease's answer, waited for at most the vend deadline. On `NoAnswerInTime`
-    /// the statement still runs and may yet grant its lease.
-    pub async fn await_lease(&self, statement: &mut LeaseStatement) -> Result<Leased, VendError> {
-        match tokio::time::timeout(self.inner.settings.deadline, statement).await {
-            Ok(Ok(Ok(leased))) => Ok(leased),
-            Ok(Ok(Err(err))) => Err(VendError::judge_failed_statement(&err)()),
-            Ok(Err(_)) => Err(VendError::Internal(anyhow::anyhow!("lease task stopped"))),
-            Err(_) => Err(VendError::NoAnswerInTime),
-        }
+    /// A started lease's answer, waited for at most the vend deadline.
+    pub async fn await_lease(&self, mut statement: LeaseStatement) -> LeaseWait {
+        let answered =
+            match tokio::time::timeout(self.inner.settings.deadline, &mut statement).await {
+                Ok(answered) => answered,
+                Err(_) => return LeaseWait::GaveUp(statement),
+            };
+        LeaseWait::Answered(match answered {
+            Ok(Ok(leased)) => Ok(leased),
+            Ok(Err(err)) => Err(VendError::judge_failed_statement(&err)()),
+            Err(_) => Err(VendError::Internal(anyhow::anyhow!("lease task stopped"))),
+        })
     }
 
     /// Draws `count` values from `name`; refused if the queue is full or the values do not
