@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use crate::db::Registry;
 
 pub use keeper::spawn as spawn_keeper;
-pub use reservoir::{Closed, Dropped};
+pub use reservoir::Closed;
 use reservoir::{RefillEnd, Reservoir, Step};
 
 use crate::domain::{CachePolicy, SequenceName, MAX_CACHE_SIZE};

@@ -10,6 +10,12 @@ use tokio::sync::Semaphore;
 
 use super::lanes::{self, Lanes, Statement};
 use super::lease::{self, Holder, LeaseAsk, Leased};
+use super::statement::{self, Ask, Outcome};
+use super::VendError;
+use crate::domain::SequenceName;
+use crate::idempotency::IdempotencyKey;
+use crate::metrics::Metrics;
+use crate::settings::VendSettings;
 
 /// A lease statement running on its own task (`Vender::start_lease`).
 pub type LeaseStatement = tokio::task::JoinHandle<anyhow::Result<Leased>>;
@@ -20,12 +26,6 @@ pub enum LeaseWait {
     /// The vend deadline passed: the statement still runs and may yet grant its lease.
     GaveUp(LeaseStatement),
 }
-use super::statement::{self, Ask, Outcome};
-use super::VendError;
-use crate::domain::SequenceName;
-use crate::idempotency::IdempotencyKey;
-use crate::metrics::Metrics;
-use crate::settings::VendSettings;
 
 /// Draws from sequences: `seqvend.vend`, one statement per batch.
 struct SequenceStatement {
