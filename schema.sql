@@ -200,8 +200,8 @@ BEGIN
                 stale := next_val;
                 CONTINUE;
             END IF;
-            room := CASE WHEN up THEN floor((range_end - next_val) / p_step) + 1
-                         ELSE floor((next_val - range_end) / -p_step) + 1 END;
+            room := seqvend.room(CASE WHEN up THEN range_end - next_val
+                                      ELSE next_val - range_end END, p_step);
             IF room <= 0 THEN
                 ended := true;
                 EXIT;
@@ -293,6 +293,7 @@ DECLARE
     next_val  numeric;
     range_end numeric;
     room      numeric;
+    last_val  numeric;
     seq       record;
 BEGIN
     IF NOT seqvend.lock_sequence_for_block(p_seq, '20ms') THEN
@@ -312,13 +313,22 @@ BEGIN
         RETURN;
     END IF;
     range_end := CASE WHEN up THEN least(p_max, seq.seqmax) ELSE greatest(p_min, seq.seqmin) END;
-    room := floor((range_end - next_val) / p_step) + 1;
-    taken := greatest(least(room, p_wanted), 0);
+    room := seqvend.room(CASE WHEN up THEN range_end - next_val ELSE next_val - range_end END,
+                         p_step);
+    taken := least(room, p_wanted);
     ended := room <= p_wanted;
     IF taken > 0 THEN
+        last_val := next_val + (taken - 1) * p_step;
+        -- Counted to lie inside [p_min, p_max] and the sequence's bounds. Checked all the same,
+        -- as the value-by-value draw checks each value: should the count ever be wrong, the
+        -- block is declined (taken NULL) and every value is drawn and checked one by one.
+        IF NOT (last_val BETWEEN p_min AND p_max AND last_val BETWEEN seq.seqmin AND seq.seqmax) THEN
+            taken := NULL;
+            ended := NULL;
+            RETURN;
+        END IF;
         first := next_val;
-        -- Inside [p_min, p_max] and the sequence's bounds: setval accepts it.
-        PERFORM setval(p_seq, (next_val + (taken - 1) * p_step)::bigint, true);
+        PERFORM setval(p_seq, last_val::bigint, true);
     END IF;
 END
 $$;
@@ -1072,6 +1082,16 @@ BEGIN
         VALUES (p_sequence, next_range, 'rollover', 'vend');
     END IF;
 END
+$$;
+
+--
+-- Name: room(numeric, bigint); Type: FUNCTION; Schema: seqvend; Owner: -
+--
+
+CREATE FUNCTION seqvend.room(distance numeric, step bigint) RETURNS numeric
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    AS $$
+    SELECT CASE WHEN distance < 0 THEN 0 ELSE div(distance, abs(step::numeric)) + 1 END
 $$;
 
 --
@@ -1942,15 +1962,15 @@ CREATE TABLE seqvend.families (
     increment bigint NOT NULL,
     min_value bigint NOT NULL,
     max_value bigint NOT NULL,
-    capacity bigint GENERATED ALWAYS AS ((LEAST((trunc((
-CASE
-    WHEN (increment > 0) THEN ((max_value)::numeric - (start_value)::numeric)
-    ELSE ((start_value)::numeric - (min_value)::numeric)
-END / abs((increment)::numeric))) + (1)::numeric), ('9223372036854775807'::bigint)::numeric))::bigint) STORED,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     created_by text NOT NULL,
     retired_at timestamp with time zone,
     retired_by text,
+    capacity bigint GENERATED ALWAYS AS ((LEAST((div(
+CASE
+    WHEN (increment > 0) THEN ((max_value)::numeric - (start_value)::numeric)
+    ELSE ((start_value)::numeric - (min_value)::numeric)
+END, abs((increment)::numeric)) + (1)::numeric), ('9223372036854775807'::bigint)::numeric))::bigint) STORED,
     CONSTRAINT families_bounds_check CHECK ((min_value < max_value)),
     CONSTRAINT families_increment_check CHECK (((increment <> 0) AND (increment > '-9223372036854775808'::bigint))),
     CONSTRAINT families_name_check CHECK ((name ~ '^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$'::text)),

@@ -259,6 +259,72 @@ async fn a_block_reaching_the_end_is_cut_there_and_continues_in_the_next_range()
     assert_eq!(narrowed, expected);
 }
 
+/// Values `step` apart from `first`, `count` of them.
+fn stepped(first: i64, step: i64, count: i64) -> Vec<i64> {
+    (0..count).map(|k| first + k * step).collect()
+}
+
+/// Two touching ranges of values 10^17 apart: [0, 9·10^18 - 1] (90 values) and
+/// [9·10^18, 9.2·10^18 - 1] (2 values). What is left of the first is counted by dividing
+/// numbers of 19 digits, more than PostgreSQL's numeric division keeps: (9·10^18 - 1) / 10^17
+/// rounds to 90, and so did the room of every block reaching its end, one value too many.
+const LARGE_STEP: i64 = 100_000_000_000_000_000;
+const SECOND_RANGE: i64 = 9_000_000_000_000_000_000;
+
+async fn ranges_of_large_steps(app: &TestApp, name: &str) {
+    app.create_body_ok(serde_json::json!(
+        {"name": name, "min": 0, "max": SECOND_RANGE - 1, "increment": LARGE_STEP}
+    ))
+    .await;
+    app.add_range_ok(name, SECOND_RANGE, SECOND_RANGE + 2 * LARGE_STEP - 1)
+        .await;
+}
+
+/// Every value of the two ranges, in order.
+fn all_of_large_steps() -> Vec<i64> {
+    let mut all = stepped(0, LARGE_STEP, 90);
+    all.extend(stepped(SECOND_RANGE, LARGE_STEP, 2));
+    all
+}
+
+/// A block that reaches the end of a range of large steps stops at its last value, in a vend
+/// batch and in a lease: counted one too many, its setval failed, and so did every draw that
+/// reached the end.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_block_reaching_the_end_of_a_range_of_large_steps_stops_at_it() {
+    let db = TestDb::shared().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    ranges_of_large_steps(&app, "steps").await;
+    let reply = app.next_batch("steps", 150).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    assert_eq!(values_of(&reply), all_of_large_steps());
+    assert_eq!(reply.body["exhausted"], true);
+
+    ranges_of_large_steps(&app, "leased").await;
+    let mut leased = leased_values(&lease(&app, "leased", 80).await);
+    leased.extend(leased_values(&lease(&app, "leased", 20).await));
+    assert_eq!(leased, all_of_large_steps());
+}
+
+/// A DBA widened the sequence of such a range (`NO MAXVALUE`): a block still stops at the
+/// range's last value. Counted one too many, it handed out 9·10^18, outside the range, and the
+/// next range handed it out again.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_widened_sequence_of_large_steps_gives_nothing_past_its_range() {
+    let db = TestDb::shared().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    ranges_of_large_steps(&app, "wide").await;
+    let sequence = pg_sequence(&app, "wide").await;
+    db.connect()
+        .await
+        .batch_execute(&format!("ALTER SEQUENCE {sequence} NO MAXVALUE"))
+        .await
+        .unwrap();
+    let leased = leased_values(&lease(&app, "wide", 150).await);
+    assert_unique(&leased);
+    assert_eq!(leased, all_of_large_steps());
+}
+
 /// What a DBA did to the sequence gives the values nextval would give: a restart starts the
 /// block at the restart value; a changed increment is drawn value by value at that increment;
 /// a rewind behind the mark is repaired, never handed out again.

@@ -286,6 +286,23 @@ async fn hostile_keys_are_served_as_given_or_refused_and_never_reach_sql_as_text
     assert_eq!(count, served.len() as i64, "a refused key drew nothing");
 }
 
+/// A family of ten values 10^17 apart up to 10^18 - 1: its capacity counted with numeric
+/// division, which keeps about 16 significant digits, came out 11, and the eleventh value drawn
+/// was 10^18, past the family's bound.
+#[tokio::test]
+async fn a_family_of_large_steps_gives_nothing_past_its_bound() {
+    let app = spawn_app().await;
+    let (step, max) = (100_000_000_000_000_000_i64, 999_999_999_999_999_999_i64);
+    app.create_family_ok(json!({"name": "wide", "min": 0, "max": max, "increment": step}))
+        .await;
+    let (values, exhausted) = drawn(&app, "wide", "k", Some(20)).await;
+    assert_eq!(values, (0..10).map(|k| k * step).collect::<Vec<_>>());
+    assert!(exhausted);
+    app.draw("wide", "k", None)
+        .await
+        .assert_error(409, "counter_exhausted");
+}
+
 #[tokio::test]
 async fn a_counter_that_reaches_the_family_bound_answers_409_counter_exhausted() {
     let app = spawn_app().await;
