@@ -589,8 +589,9 @@ CREATE FUNCTION seqvend.lease_keyed(p_name text, p_count integer, p_kind text, p
     SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 DECLARE
-    known record;
-    drawn record;
+    known   record;
+    drawn   record;
+    retired boolean;
 BEGIN
     -- The stored answer is what a retry gets: it must be as durable as the lease it replays.
     PERFORM set_config('synchronous_commit', 'on', true);
@@ -601,7 +602,8 @@ BEGIN
         RETURN NEXT;
         RETURN;
     END IF;
-    SELECT s.increment INTO increment FROM seqvend.sequences s WHERE s.name = p_name;
+    SELECT s.increment, s.status = 'retired' INTO increment, retired
+      FROM seqvend.sequences s WHERE s.name = p_name;
     SELECT * INTO known FROM seqvend.stored_answers(ARRAY[p_owner], ARRAY[p_key]);
     IF NOT FOUND THEN
         SELECT * INTO drawn FROM seqvend.lease(p_name, p_count, p_kind, p_holder, p_ttl);
@@ -628,6 +630,12 @@ BEGIN
         -- Only an answer written without the key's lock (by hand) can be there: it stands, and
         -- this lease's values are a gap.
         SELECT * INTO known FROM seqvend.stored_answers(ARRAY[p_owner], ARRAY[p_key]);
+    END IF;
+    IF known.request = p_request AND retired THEN
+        -- Retired since it was answered: no value of it leaves after DELETE answered.
+        outcome := 'retired';
+        RETURN NEXT;
+        RETURN;
     END IF;
     IF known.request = p_request THEN
         PERFORM seqvend.replay_durably();
@@ -1541,7 +1549,14 @@ BEGIN
     LOOP
         requests := ARRAY[known.i];
         detail := known.status::text;
-        IF known.request = p_requests[known.i] THEN
+        IF known.request = p_requests[known.i]
+           AND EXISTS (SELECT 1 FROM seqvend.sequences s
+                        WHERE s.name = p_names[known.i] AND s.status = 'retired') THEN
+            -- Retired since it was answered: no value of it leaves after DELETE answered.
+            outcome := 'retired';
+            vals := NULL;
+            detail := NULL;
+        ELSIF known.request = p_requests[known.i] THEN
             PERFORM seqvend.replay_durably();
             outcome := 'replayed';
             vals := known.vals;

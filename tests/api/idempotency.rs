@@ -345,6 +345,45 @@ async fn a_keyed_lease_is_replayed_with_its_blocks() {
     assert_eq!(app.next_value("leased").await, 1051);
 }
 
+/// A retry after the sequence was retired is answered 410, as any vend is, not the stored
+/// values: a client that never got the first answer would otherwise get values of the retired
+/// sequence after `DELETE` answered.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_keyed_vend_is_not_replayed_once_its_sequence_is_retired() {
+    let app = spawn_app().await;
+    app.create_ok("closing", 1, 1000).await;
+    app.create_ok("open", 1, 1000).await;
+    let (first, _) = keyed_next(&app, "closing", 3, "label-1").await;
+    assert_eq!(values_of(&first), [1, 2, 3]);
+    let (other, _) = keyed_next(&app, "open", 2, "label-2").await;
+    assert_eq!(app.retire("closing").await.status, StatusCode::OK);
+
+    keyed_next(&app, "closing", 3, "label-1")
+        .await
+        .0
+        .assert_error(410, "sequence_retired");
+    // The key's other answers are replayed as before.
+    let (again, replayed) = keyed_next(&app, "open", 2, "label-2").await;
+    assert!(replayed);
+    assert_eq!(again.body, other.body);
+}
+
+/// The same for a keyed lease: a replay would hand a client a block of the retired sequence,
+/// with minutes of its lease left.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_keyed_lease_is_not_replayed_once_its_sequence_is_retired() {
+    let app = spawn_app().await;
+    app.create_ok("closing", 1, 1000).await;
+    let path = "/sequences/closing/leases?count=5";
+    let (first, _) = keyed(&app, path, "lease-1", VEND_TOKEN).await;
+    assert_eq!(first.status, StatusCode::OK, "{}", first.body);
+    assert_eq!(app.retire("closing").await.status, StatusCode::OK);
+    keyed(&app, path, "lease-1", VEND_TOKEN)
+        .await
+        .0
+        .assert_error(410, "sequence_retired");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_keyed_vend_of_a_cached_sequence_is_drawn_and_stored() {
     let app = spawn_app().await;
