@@ -71,7 +71,11 @@ pub async fn next(
 ) -> Result<HttpResponse, ApiError> {
     let (family_name, key) = parse_path(&path)?;
     let count = batch_count(query.count)?;
-    refuse_key(&req, "counter draws")?;
+    refuse_key(
+        &req,
+        "counter draws",
+        "draws new values (never one twice; the first's become a gap)",
+    )?;
     caller.require(Verb::Vend, family(family_name.as_str()))?;
     let wanted = count.unwrap_or(1);
     let ask = CounterAsk {

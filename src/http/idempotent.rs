@@ -17,13 +17,13 @@ const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");
 pub const REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
 
 /// Refuses an `Idempotency-Key` where answers are not stored for replay (`what` names the
-/// route), rather than let a client believe its retries are safe.
-pub fn refuse_key(req: &HttpRequest, what: &str) -> Result<(), ApiError> {
+/// route, `a_retry` what a retry does instead), rather than let a client believe its retries
+/// are safe.
+pub fn refuse_key(req: &HttpRequest, what: &str, a_retry: &str) -> Result<(), ApiError> {
     if req.headers().contains_key(IDEMPOTENCY_KEY) {
         return Err(ApiError::InvalidRequest(format!(
             "Idempotency-Key is not supported on {what}: answers are not stored for replay, so \
-             a retry draws new values (never one twice; the first's become a gap). Send the \
-             request without it"
+             a retry {a_retry}. Send the request without it"
         )));
     }
     Ok(())

@@ -1,17 +1,20 @@
 //! `POST /ids/snowflake`, `GET /ids/snowflake/{id}`, `POST /ids/uuidv7`: time-ordered ids,
 //! issued by this instance without a database round trip.
 
-use actix_web::{web, HttpResponse};
+use actix_web::{web, HttpRequest, HttpResponse};
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::caller::Caller;
 use super::error::{ApiError, ErrorBody};
+use super::idempotent::refuse_key;
 use crate::auth::{Resource, Verb};
 use crate::service::Service;
 
 const MAX_COUNT: u64 = 10_000;
+/// What a retry of an id request does, for `refuse_key`.
+const NEW_IDS: &str = "issues new ids (unique: the first's are simply unused)";
 
 #[derive(Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
@@ -64,17 +67,19 @@ pub struct Uuids {
     post, path = "/ids/snowflake", tag = "ids", params(CountQuery),
     responses(
         (status = 200, description = "Snowflake ids, strictly increasing for this instance's worker id", body = SnowflakeIds),
-        (status = 400, description = "invalid_request", body = ErrorBody),
+        (status = 400, description = "invalid_request: a bad `count`, or an Idempotency-Key, which this route refuses", body = ErrorBody),
         (status = 401, description = "unauthorized", body = ErrorBody),
         (status = 500, description = "internal", body = ErrorBody),
         (status = 503, description = "no_worker_id, clock_moved_backwards or clock_ahead_of_lease", body = ErrorBody),
     )
 )]
 pub async fn snowflake(
+    req: HttpRequest,
     caller: Caller,
     service: web::Data<Service>,
     query: web::Query<CountQuery>,
 ) -> Result<HttpResponse, ApiError> {
+    refuse_key(&req, "ids", NEW_IDS)?;
     caller.require(Verb::Vend, Resource::AnySequence)?;
     let ids = service.snowflake().issue(query.count()?).await?;
     let ids_str = ids.iter().map(i64::to_string).collect();
@@ -127,15 +132,17 @@ pub async fn decode(
     post, path = "/ids/uuidv7", tag = "ids", params(CountQuery),
     responses(
         (status = 200, description = "UUIDv7s, strictly increasing within this instance", body = Uuids),
-        (status = 400, description = "invalid_request", body = ErrorBody),
+        (status = 400, description = "invalid_request: a bad `count`, or an Idempotency-Key, which this route refuses", body = ErrorBody),
         (status = 401, description = "unauthorized", body = ErrorBody),
     )
 )]
 pub async fn uuidv7(
+    req: HttpRequest,
     caller: Caller,
     service: web::Data<Service>,
     query: web::Query<CountQuery>,
 ) -> Result<HttpResponse, ApiError> {
+    refuse_key(&req, "ids", NEW_IDS)?;
     caller.require(Verb::Vend, Resource::AnySequence)?;
     let ids = service
         .uuids()

@@ -1,7 +1,7 @@
 //! `POST /workers/lease` and `POST /workers/{worker_id}/renew`: worker-id leases for client
 //! processes that issue Snowflake ids themselves, under the same rules as seqvend's own.
 
-use actix_web::{web, HttpResponse};
+use actix_web::{web, HttpRequest, HttpResponse};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -9,6 +9,7 @@ use utoipa::ToSchema;
 use super::caller::Caller;
 use super::error::{ApiError, ErrorBody};
 use super::extract::JsonObject;
+use super::idempotent::refuse_key;
 use crate::auth::{Resource, Verb};
 use crate::ids::{self, Lease};
 use crate::service::Service;
@@ -76,12 +77,22 @@ fn view(lease: Lease, service: &Service) -> WorkerLease {
     post, path = "/workers/lease", tag = "workers",
     responses(
         (status = 200, description = "A free or expired worker id, leased", body = WorkerLease),
+        (status = 400, description = "invalid_request: an Idempotency-Key, which this route refuses (a retry takes another worker id)", body = ErrorBody),
         (status = 401, description = "unauthorized", body = ErrorBody),
         (status = 403, description = "forbidden: the token has no lease scope (vend is not enough)", body = ErrorBody),
         (status = 503, description = "worker_ids_exhausted, or unavailable", body = ErrorBody),
     )
 )]
-pub async fn lease(caller: Caller, service: web::Data<Service>) -> Result<HttpResponse, ApiError> {
+pub async fn lease(
+    req: HttpRequest,
+    caller: Caller,
+    service: web::Data<Service>,
+) -> Result<HttpResponse, ApiError> {
+    refuse_key(
+        &req,
+        "worker-id leases",
+        "takes another worker id (the first's lease lapses unrenewed)",
+    )?;
     caller.require(Verb::Lease, Resource::AnySequence)?;
     let lease = service.take_worker_lease().await?;
     Ok(HttpResponse::Ok().json(view(lease, &service)))

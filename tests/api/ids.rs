@@ -352,6 +352,37 @@ async fn a_client_leases_a_worker_id_of_its_own_and_renews_it_with_its_holder_to
         .assert_error(409, "lease_lost");
 }
 
+/// Ids and worker-id leases are not stored for replay: an `Idempotency-Key` is refused, so
+/// that no client believes a retry gets the same ids or worker id, and the request takes
+/// nothing (the next lease gets the lowest free worker id).
+#[tokio::test(flavor = "multi_thread")]
+async fn an_idempotency_key_on_ids_or_a_worker_lease_is_refused_and_takes_nothing() {
+    let app = spawn_app().await;
+    let own = worker_of(app.snowflake_ids(1).await[0]);
+    let issued = app.scrape().await;
+    for path in ["/ids/snowflake?count=3", "/ids/uuidv7", "/workers/lease"] {
+        let (reply, _) = app.keyed_post(path, "retry-me", VEND_TOKEN).await;
+        reply.assert_error(400, "invalid_request");
+        let message = reply.body["message"].as_str().unwrap();
+        assert!(message.contains("Idempotency-Key"), "{message}");
+    }
+    let snowflakes = |text: &str| {
+        text.lines()
+            .find(|l| l.starts_with(r#"seqvend_ids_issued_total{kind="snowflake"}"#))
+            .map(str::to_owned)
+    };
+    assert_eq!(snowflakes(&app.scrape().await), snowflakes(&issued));
+    let lease = app
+        .request(Method::POST, "/workers/lease", Some(VEND_TOKEN), None)
+        .await;
+    assert_eq!(lease.status, StatusCode::OK, "{}", lease.body);
+    assert_eq!(
+        lease.body["worker_id"],
+        own + 1,
+        "the lowest free worker id"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn bad_id_requests_are_refused_and_change_nothing() {
     let app = spawn_app().await;
