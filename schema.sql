@@ -213,7 +213,7 @@ BEGIN
                 tried := true;
                 blk := seqvend.draw_block(p_seq, k, p_increment, p_min, p_max, last_out);
                 IF blk.taken > 0 THEN
-                    last_out := (blk.first::numeric + (blk.taken - 1) * p_increment)::bigint;
+                    last_out := (blk.first::numeric + (blk.taken - 1)::numeric * p_increment)::bigint;
                     vals := vals || ARRAY(SELECT generate_series(blk.first, last_out, p_increment));
                 END IF;
                 IF blk.taken IS NOT NULL THEN
@@ -318,7 +318,7 @@ BEGIN
     taken := least(room, p_wanted);
     ended := room <= p_wanted;
     IF taken > 0 THEN
-        last_val := next_val + (taken - 1) * p_step;
+        last_val := next_val + (taken - 1)::numeric * p_step;
         -- Counted to lie inside [p_min, p_max] and the sequence's bounds. Checked all the same,
         -- as the value-by-value draw checks each value: should the count ever be wrong, the
         -- block is declined (taken NULL) and every value is drawn and checked one by one.
@@ -560,7 +560,7 @@ BEGIN
                                   r.max_value, r.high_water);
         EXIT WHEN blk.taken IS NULL;
         IF blk.taken > 0 THEN
-            last := (blk.first::numeric + (blk.taken - 1) * step)::bigint;
+            last := (blk.first::numeric + (blk.taken - 1)::numeric * step)::bigint;
             UPDATE seqvend.range_marks SET high_water = last WHERE range_id = r.id;
             IF NOT FOUND THEN
                 RAISE EXCEPTION 'range % has no row in seqvend.range_marks', r.id;

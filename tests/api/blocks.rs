@@ -325,6 +325,110 @@ async fn a_widened_sequence_of_large_steps_gives_nothing_past_its_range() {
     assert_eq!(leased, all_of_large_steps());
 }
 
+/// A small deterministic generator (xorshift), so that a failing shape can be replayed.
+struct Shapes(u64);
+
+impl Shapes {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// Ranges of every scale, up and down, some with their sequence widened by hand, drawn to the
+/// end in batches and leases of more than 64 values (each a block): every value the range holds
+/// comes out once, in order, and nothing past its end. The shapes favour ends just short of the
+/// next step, where a count by division rounds up.
+#[tokio::test(flavor = "multi_thread")]
+async fn blocks_of_ranges_of_every_scale_give_each_value_once_and_stop_at_the_end() {
+    let db = TestDb::shared().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    let dba = db.connect().await;
+    let mut shapes = Shapes(0x9E37_79B9_7F4A_7C15);
+    for shape in 0..24 {
+        let count = 70 + shapes.below(200) as i128;
+        // The largest step that fits `count` values in a bigint, at some power of ten below it.
+        let widest = (i64::MAX as i128 * 2) / count;
+        let step = (widest / 10_i128.pow(shapes.below(18) as u32)).max(1);
+        let short_of_next = match shapes.below(3) {
+            0 => 0,
+            1 => step - 1,
+            _ => (shapes.next() as i128) % step,
+        };
+        let span = step * (count - 1) + short_of_next;
+        let room = i64::MAX as i128 - i64::MIN as i128 - span;
+        let min = i64::MIN as i128 + (shapes.next() as i128 % (room + 1));
+        let max = min + span;
+        let down = shapes.below(2) == 1;
+        let increment = if down { -step } else { step };
+        let name = format!("scale-{shape}");
+        let widened = shapes.below(2) == 1;
+        let shape_text = format!("{name}: [{min}, {max}] by {increment}, widened: {widened}");
+        app.create_body_ok(serde_json::json!(
+            {"name": name, "min": min as i64, "max": max as i64, "increment": increment as i64}
+        ))
+        .await;
+        if widened {
+            let sequence = pg_sequence(&app, &name).await;
+            let widen = if down { "NO MINVALUE" } else { "NO MAXVALUE" };
+            dba.batch_execute(&format!("ALTER SEQUENCE {sequence} {widen}"))
+                .await
+                .unwrap();
+        }
+        let mut drawn: Vec<i64> = Vec::new();
+        for turn in 0.. {
+            let ask = 65 + shapes.below(100) as u32;
+            let values = if turn % 2 == 0 {
+                let reply = app.next_batch(&name, ask).await;
+                if reply.status == StatusCode::CONFLICT {
+                    break;
+                }
+                assert_eq!(
+                    reply.status,
+                    StatusCode::OK,
+                    "{shape_text}, batch {ask}: {}",
+                    reply.body
+                );
+                values_of(&reply)
+            } else {
+                let path = format!("/sequences/{name}/leases?count={ask}");
+                let reply = app
+                    .request(Method::POST, &path, Some(VEND_TOKEN), None)
+                    .await;
+                if reply.status == StatusCode::CONFLICT {
+                    break;
+                }
+                assert_eq!(
+                    reply.status,
+                    StatusCode::OK,
+                    "{shape_text}, lease {ask}: {}",
+                    reply.body
+                );
+                leased_values(&reply)
+            };
+            assert!(!values.is_empty(), "{shape_text}");
+            drawn.extend(values);
+            assert!(
+                drawn.len() as i128 <= count,
+                "{shape_text}: more than the range holds"
+            );
+        }
+        let first = if down { max } else { min };
+        let expected: Vec<i64> = (0..count).map(|k| (first + k * increment) as i64).collect();
+        assert_eq!(drawn.len(), expected.len(), "{shape_text}");
+        assert!(
+            drawn == expected,
+            "{shape_text}: not every value once, in order"
+        );
+    }
+}
+
 /// What a DBA did to the sequence gives the values nextval would give: a restart starts the
 /// block at the restart value; a changed increment is drawn value by value at that increment;
 /// a rewind behind the mark is repaired, never handed out again.
