@@ -163,11 +163,12 @@ impl Drawn {
         let Some(first) = self.first else {
             return Ok(Vec::new());
         };
+        // In i128: the offset of a value far from `first` may not fit a bigint though the value
+        // does (a family spanning most of bigint by a large step).
         (0..self.taken)
             .map(|i| {
-                i.checked_mul(self.step)
-                    .and_then(|offset| first.checked_add(offset))
-                    .context("a counter's values overflow a bigint")
+                let value = i128::from(first) + i128::from(i) * i128::from(self.step);
+                i64::try_from(value).context("a counter's values overflow a bigint")
             })
             .collect()
     }
@@ -197,5 +198,14 @@ mod tests {
             step: 1,
         };
         assert!(overflowing.values().is_err());
+        // Offsets past a bigint, values inside it.
+        let wide = Drawn {
+            first: Some(-5_000_000_000_000_000_000),
+            taken: 101,
+            step: 100_000_000_000_000_000,
+        };
+        let values = wide.values().unwrap();
+        assert_eq!(values.len(), 101);
+        assert_eq!(values[100], 5_000_000_000_000_000_000);
     }
 }

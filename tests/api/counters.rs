@@ -303,6 +303,23 @@ async fn a_family_of_large_steps_gives_nothing_past_its_bound() {
         .assert_error(409, "counter_exhausted");
 }
 
+/// A family spanning most of bigint by a large step: a draw of all its values answers them,
+/// though their offsets from the first overflow a bigint.
+#[tokio::test]
+async fn a_family_spanning_most_of_bigint_gives_all_its_values_in_one_draw() {
+    let app = spawn_app().await;
+    let (step, bound) = (100_000_000_000_000_000_i64, 5_000_000_000_000_000_000_i64);
+    app.create_family_ok(json!({"name": "span", "min": -bound, "max": bound, "increment": step}))
+        .await;
+    let (values, exhausted) = drawn(&app, "span", "k", Some(101)).await;
+    let expected = (0..101_i128).map(|k| (-i128::from(bound) + k * i128::from(step)) as i64);
+    assert_eq!(values, expected.collect::<Vec<_>>());
+    assert!(!exhausted);
+    app.draw("span", "k", None)
+        .await
+        .assert_error(409, "counter_exhausted");
+}
+
 #[tokio::test]
 async fn a_counter_that_reaches_the_family_bound_answers_409_counter_exhausted() {
     let app = spawn_app().await;
