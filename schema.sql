@@ -763,6 +763,53 @@ END
 $$;
 
 --
+-- Name: mark_values_past_range_ends(); Type: FUNCTION; Schema: seqvend; Owner: -
+--
+
+CREATE FUNCTION seqvend.mark_values_past_range_ends() RETURNS integer
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    moved integer;
+BEGIN
+    -- The ranges to change, locked in id order (the range lock's key, as draws take it).
+    PERFORM pg_advisory_xact_lock(1398166087, c.range_id)
+       FROM (SELECT DISTINCT r.id AS range_id
+               FROM seqvend.ranges x
+               JOIN seqvend.range_marks xm ON xm.range_id = x.id
+               JOIN seqvend.ranges r ON r.namespace = x.namespace AND r.id <> x.id
+                                    AND xm.high_water BETWEEN r.min_value AND r.max_value
+              WHERE xm.high_water NOT BETWEEN x.min_value AND x.max_value
+              ORDER BY r.id) AS c;
+
+    -- Read again under the locks (a new statement), folded to one row per range.
+    WITH claimed AS (
+        SELECT r.id AS range_id, s.increment > 0 AS up,
+               max(xm.high_water) AS highest, min(xm.high_water) AS lowest
+          FROM seqvend.ranges x
+          JOIN seqvend.range_marks xm ON xm.range_id = x.id
+          JOIN seqvend.ranges r ON r.namespace = x.namespace AND r.id <> x.id
+                               AND xm.high_water BETWEEN r.min_value AND r.max_value
+          JOIN seqvend.sequences s ON s.id = r.sequence_id
+         WHERE xm.high_water NOT BETWEEN x.min_value AND x.max_value
+         GROUP BY r.id, s.increment > 0
+    )
+    UPDATE seqvend.range_marks m
+       SET high_water = CASE WHEN c.up THEN c.highest ELSE c.lowest END
+      FROM claimed c
+     WHERE m.range_id = c.range_id
+       AND (m.high_water IS NULL
+            OR (c.up AND m.high_water < c.highest)
+            OR (NOT c.up AND m.high_water > c.lowest));
+    GET DIAGNOSTICS moved = ROW_COUNT;
+    IF moved > 0 THEN
+        RAISE WARNING 'seqvend: % range mark(s) moved past values handed out beyond another range''s end before 20261207120000; the values skipped are gaps', moved;
+    END IF;
+    RETURN moved;
+END
+$$;
+
+--
 -- Name: purge_answers(bigint); Type: FUNCTION; Schema: seqvend; Owner: -
 --
 
