@@ -227,7 +227,9 @@ pub async fn get_counter(
         key: key.to_string(),
         next_value: row.next_value,
         drawn,
-        remaining: row.capacity - drawn,
+        // Never below zero: a counter drawn under a capacity counted one too many (before
+        // migration 20261207120000) holds one value past it.
+        remaining: (row.capacity - drawn).max(0),
     })
 }
 

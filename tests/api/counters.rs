@@ -305,6 +305,30 @@ async fn a_family_of_large_steps_gives_nothing_past_its_bound() {
 
 /// A family spanning most of bigint by a large step: a draw of all its values answers them,
 /// though their offsets from the first overflow a bigint.
+/// A counter drawn one value past its bound under the capacity counted before migration
+/// 20261207120000 reads as used up, not as -1 values left.
+#[tokio::test]
+async fn a_counter_drawn_past_its_bound_before_the_exact_capacity_reads_as_used_up() {
+    let db = TestDb::shared().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    app.create_family_ok(json!({"name": "old", "min": 1, "max": 5}))
+        .await;
+    assert_eq!(
+        drawn(&app, "old", "k", Some(5)).await,
+        (vec![1, 2, 3, 4, 5], false)
+    );
+    db.connect()
+        .await
+        .batch_execute("UPDATE seqvend.counters SET drawn = drawn + 1")
+        .await
+        .unwrap();
+    let counter = app.counter("old", "k").await;
+    assert_eq!(counter.body["remaining"], 0, "{}", counter.body);
+    app.draw("old", "k", None)
+        .await
+        .assert_error(409, "counter_exhausted");
+}
+
 #[tokio::test]
 async fn a_family_spanning_most_of_bigint_gives_all_its_values_in_one_draw() {
     let app = spawn_app().await;
