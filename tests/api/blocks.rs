@@ -325,6 +325,13 @@ async fn a_widened_sequence_of_large_steps_gives_nothing_past_its_range() {
     assert_eq!(leased, all_of_large_steps());
 }
 
+/// One lease of `count` values, answered as it comes (409 included).
+async fn lease_once(app: &TestApp, name: &str, count: u32) -> Reply {
+    let path = format!("/sequences/{name}/leases?count={count}");
+    app.request(Method::POST, &path, Some(VEND_TOKEN), None)
+        .await
+}
+
 /// A small deterministic generator (xorshift), so that a failing shape can be replayed.
 struct Shapes(u64);
 
@@ -384,33 +391,22 @@ async fn blocks_of_ranges_of_every_scale_give_each_value_once_and_stop_at_the_en
         let mut drawn: Vec<i64> = Vec::new();
         for turn in 0.. {
             let ask = 65 + shapes.below(100) as u32;
-            let values = if turn % 2 == 0 {
-                let reply = app.next_batch(&name, ask).await;
-                if reply.status == StatusCode::CONFLICT {
-                    break;
-                }
-                assert_eq!(
-                    reply.status,
-                    StatusCode::OK,
-                    "{shape_text}, batch {ask}: {}",
-                    reply.body
-                );
-                values_of(&reply)
+            // Batches and leases take turns.
+            let leased = turn % 2 == 1;
+            let reply = if leased {
+                lease_once(&app, &name, ask).await
             } else {
-                let path = format!("/sequences/{name}/leases?count={ask}");
-                let reply = app
-                    .request(Method::POST, &path, Some(VEND_TOKEN), None)
-                    .await;
-                if reply.status == StatusCode::CONFLICT {
-                    break;
-                }
-                assert_eq!(
-                    reply.status,
-                    StatusCode::OK,
-                    "{shape_text}, lease {ask}: {}",
-                    reply.body
-                );
+                app.next_batch(&name, ask).await
+            };
+            if reply.status == StatusCode::CONFLICT {
+                break;
+            }
+            let what = format!("{shape_text}, leased: {leased}, {ask} values");
+            assert_eq!(reply.status, StatusCode::OK, "{what}: {}", reply.body);
+            let values = if leased {
                 leased_values(&reply)
+            } else {
+                values_of(&reply)
             };
             assert!(!values.is_empty(), "{shape_text}");
             drawn.extend(values);
