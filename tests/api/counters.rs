@@ -303,8 +303,6 @@ async fn a_family_of_large_steps_gives_nothing_past_its_bound() {
         .assert_error(409, "counter_exhausted");
 }
 
-/// A family spanning most of bigint by a large step: a draw of all its values answers them,
-/// though their offsets from the first overflow a bigint.
 /// A counter drawn one value past its bound under the capacity counted before migration
 /// 20261207120000 reads as used up, not as -1 values left.
 #[tokio::test]
@@ -329,6 +327,8 @@ async fn a_counter_drawn_past_its_bound_before_the_exact_capacity_reads_as_used_
         .assert_error(409, "counter_exhausted");
 }
 
+/// A family spanning most of bigint by a large step: a draw of all its values answers them,
+/// though their offsets from the first overflow a bigint.
 #[tokio::test]
 async fn a_family_spanning_most_of_bigint_gives_all_its_values_in_one_draw() {
     let app = spawn_app().await;
