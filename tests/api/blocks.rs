@@ -325,11 +325,20 @@ async fn a_widened_sequence_of_large_steps_gives_nothing_past_its_range() {
     assert_eq!(leased, all_of_large_steps());
 }
 
-/// One lease of `count` values, answered as it comes (409 included).
-async fn lease_once(app: &TestApp, name: &str, count: u32) -> Reply {
-    let path = format!("/sequences/{name}/leases?count={count}");
-    app.request(Method::POST, &path, Some(VEND_TOKEN), None)
-        .await
+/// `count` values of `name`, as a lease or a vend batch: the answer, sent again after a 503 as
+/// a client would (a 503 hands nothing out; see `lease`), any other status as it comes.
+async fn blocks_asked(app: &TestApp, name: &str, count: u32, leased: bool) -> Reply {
+    let route = if leased { "leases" } else { "next" };
+    let path = format!("/sequences/{name}/{route}?count={count}");
+    for _ in 0..10 {
+        let reply = app
+            .request(Method::POST, &path, Some(VEND_TOKEN), None)
+            .await;
+        if reply.status != StatusCode::SERVICE_UNAVAILABLE {
+            return reply;
+        }
+    }
+    panic!("{path}: 503 ten times");
 }
 
 /// A small deterministic generator (xorshift), so that a failing shape can be replayed.
@@ -393,11 +402,7 @@ async fn blocks_of_ranges_of_every_scale_give_each_value_once_and_stop_at_the_en
             let ask = 65 + shapes.below(100) as u32;
             // Batches and leases take turns.
             let leased = turn % 2 == 1;
-            let reply = if leased {
-                lease_once(&app, &name, ask).await
-            } else {
-                app.next_batch(&name, ask).await
-            };
+            let reply = blocks_asked(&app, &name, ask, leased).await;
             if reply.status == StatusCode::CONFLICT {
                 break;
             }
